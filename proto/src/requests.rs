@@ -1,0 +1,53 @@
+//! Request bodies. Optional fields are left out when `None`: on a report, an absent field
+//! keeps the stored value.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// `PUT .../nodes/{nodeId}/result`, sent by the wait container.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReportRequest {
+    pub protocol_version: u32,
+    pub workflow_uid: String,
+    pub pod_name: String,
+    pub pod_uid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+    /// Orders one pod's reports; at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<i64>,
+    /// Stores the fields and completes the result in one transaction.
+    #[serde(default, rename = "final")]
+    pub is_final: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub outputs: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `PUT .../nodes/{nodeId}/expectation`, sent by the controller when it creates a pod.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExpectationRequest {
+    pub workflow_uid: String,
+    pub pod_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
+}
+
+/// `POST .../nodes/{nodeId}/result/abandon`, sent by the controller when a pod is gone.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AbandonRequest {
+    pub workflow_uid: String,
+    pub reason: String,
+}

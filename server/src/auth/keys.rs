@@ -1,0 +1,183 @@
+//! Offline token verification against a set of trusted public keys (a JWKS).
+//!
+//! Each key fixes its algorithm (RSA: RS256 unless the JWK names another RSA algorithm;
+//! EC P-256: ES256; P-384: ES384). A token is checked with its key's algorithm only, so a
+//! header claiming `none` or HS256 can never select a weaker check. Symmetric (`oct`) keys
+//! are refused when the set is loaded.
+
+use argo_results_proto::token::TokenClaims;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+
+use super::AuthError;
+
+/// Clock skew tolerated on `exp`, `nbf` and `iat`.
+const LEEWAY_SECONDS: u64 = 30;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("not a JWKS document: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the key set is empty")]
+    Empty,
+    #[error("key {kid:?}: {detail}")]
+    Refused { kid: Option<String>, detail: String },
+}
+
+/// What a token must carry besides a good signature.
+#[derive(Debug, Clone)]
+pub struct Expectations {
+    pub audience: String,
+    /// `None`: any issuer, but `iss` must be present.
+    pub issuer: Option<String>,
+}
+
+#[derive(Debug)]
+struct TrustedKey {
+    kid: Option<String>,
+    key: DecodingKey,
+    validation: Validation,
+}
+
+#[derive(Debug)]
+pub struct KeySet {
+    keys: Vec<TrustedKey>,
+}
+
+fn algorithm_of(jwk: &Jwk) -> Result<Algorithm, String> {
+    match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => match jwk.common.key_algorithm {
+            None => Ok(Algorithm::RS256),
+            Some(KeyAlgorithm::RS256) => Ok(Algorithm::RS256),
+            Some(KeyAlgorithm::RS384) => Ok(Algorithm::RS384),
+            Some(KeyAlgorithm::RS512) => Ok(Algorithm::RS512),
+            Some(KeyAlgorithm::PS256) => Ok(Algorithm::PS256),
+            Some(KeyAlgorithm::PS384) => Ok(Algorithm::PS384),
+            Some(KeyAlgorithm::PS512) => Ok(Algorithm::PS512),
+            Some(other) => Err(format!("an RSA key cannot sign {other:?}")),
+        },
+        AlgorithmParameters::EllipticCurve(ec) => match ec.curve {
+            EllipticCurve::P256 => Ok(Algorithm::ES256),
+            EllipticCurve::P384 => Ok(Algorithm::ES384),
+            ref other => Err(format!("curve {other:?} is not supported")),
+        },
+        AlgorithmParameters::OctetKey(_) => {
+            Err("symmetric (oct) keys are refused: anyone who can verify could sign".into())
+        }
+        _ => Err("only RSA and EC (P-256, P-384) keys are supported".into()),
+    }
+}
+
+impl KeySet {
+    /// Trusts every key of a JWKS document.
+    pub fn from_jwks(text: &str, expect: &Expectations) -> Result<Self, KeyError> {
+        let set: JwkSet = serde_json::from_str(text)?;
+        let keys = set
+            .keys
+            .iter()
+            .map(|jwk| {
+                let kid = jwk.common.key_id.clone();
+                let refused = |detail: String| KeyError::Refused {
+                    kid: kid.clone(),
+                    detail,
+                };
+                let algorithm = algorithm_of(jwk).map_err(refused)?;
+                let key = DecodingKey::from_jwk(jwk).map_err(|e| refused(e.to_string()))?;
+                Ok(TrustedKey::new(kid.clone(), algorithm, key, expect))
+            })
+            .collect::<Result<Vec<_>, KeyError>>()?;
+        if keys.is_empty() {
+            return Err(KeyError::Empty);
+        }
+        Ok(KeySet { keys })
+    }
+
+    /// Trusts one EC P-256 public key given by its coordinates (base64url).
+    pub fn from_p256(kid: &str, x: &str, y: &str, expect: &Expectations) -> Result<Self, KeyError> {
+        let key = DecodingKey::from_ec_components(x, y).map_err(|e| KeyError::Refused {
+            kid: Some(kid.to_owned()),
+            detail: e.to_string(),
+        })?;
+        Ok(KeySet {
+            keys: vec![TrustedKey::new(
+                Some(kid.to_owned()),
+                Algorithm::ES256,
+                key,
+                expect,
+            )],
+        })
+    }
+
+    /// Verifies signature, algorithm, `exp`, `nbf`, `iss`, `aud` and the presence of `sub`
+    /// and `iat`.
+    pub fn verify(&self, token: &str) -> Result<TokenClaims, AuthError> {
+        let unauthenticated = |detail: String| AuthError::Unauthenticated(detail);
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| unauthenticated("malformed token: not a signed JWT".into()))?;
+        let key = match &header.kid {
+            Some(kid) => self.keys.iter().find(|k| k.kid.as_deref() == Some(kid)),
+            None if self.keys.len() == 1 => self.keys.first(),
+            None => None,
+        }
+        .ok_or_else(|| {
+            unauthenticated("token is signed by an untrusted key (unknown kid)".into())
+        })?;
+        if !key.validation.algorithms.contains(&header.alg) {
+            return Err(unauthenticated(format!(
+                "token algorithm {:?} is not its key's {:?}",
+                header.alg, key.validation.algorithms
+            )));
+        }
+        jsonwebtoken::decode::<TokenClaims>(token, &key.key, &key.validation)
+            .map(|data| data.claims)
+            .map_err(|e| unauthenticated(describe(e.kind(), &key.validation)))
+    }
+}
+
+impl TrustedKey {
+    fn new(
+        kid: Option<String>,
+        algorithm: Algorithm,
+        key: DecodingKey,
+        expect: &Expectations,
+    ) -> Self {
+        let mut validation = Validation::new(algorithm);
+        validation.leeway = LEEWAY_SECONDS;
+        validation.validate_nbf = true;
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.set_audience(&[&expect.audience]);
+        if let Some(issuer) = &expect.issuer {
+            validation.set_issuer(&[issuer]);
+        }
+        TrustedKey {
+            kid,
+            key,
+            validation,
+        }
+    }
+}
+
+fn describe(kind: &ErrorKind, validation: &Validation) -> String {
+    match kind {
+        ErrorKind::ExpiredSignature => "token expired".into(),
+        ErrorKind::ImmatureSignature => "token is not valid yet (nbf)".into(),
+        ErrorKind::InvalidAudience => format!(
+            "token audience does not include {:?}",
+            validation
+                .aud
+                .iter()
+                .flatten()
+                .next()
+                .map(String::as_str)
+                .unwrap_or_default()
+        ),
+        ErrorKind::InvalidIssuer => "token issuer is not trusted".into(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("token lacks the {claim} claim"),
+        ErrorKind::InvalidSignature => "token signature does not verify".into(),
+        ErrorKind::Json(_) => {
+            "token claims are malformed (exp, iat, iss, aud and sub are required)".into()
+        }
+        _ => "token is invalid".into(),
+    }
+}

@@ -1,0 +1,54 @@
+//! Wall-clock times as the store keeps them (Unix milliseconds) and as the API shows them
+//! (RFC 3339 in UTC with milliseconds).
+
+use jiff::Timestamp;
+
+pub fn now_millis() -> i64 {
+    Timestamp::now().as_millisecond()
+}
+
+pub fn format_millis(millis: i64) -> String {
+    Timestamp::from_millisecond(millis)
+        .unwrap_or(Timestamp::UNIX_EPOCH)
+        .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// Parses an RFC 3339 time with any offset, e.g. `2026-11-29T17:00:00Z` or `...+01:00`.
+pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
+    text.parse::<Timestamp>()
+        .ok()
+        .map(Timestamp::as_millisecond)
+}
+
+/// A claim's scheduled time as Argo writes it: seconds, or milliseconds when it has them.
+pub fn format_scheduled(millis: i64) -> String {
+    if millis % 1000 == 0 {
+        Timestamp::from_millisecond(millis)
+            .unwrap_or(Timestamp::UNIX_EPOCH)
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string()
+    } else {
+        format_millis(millis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_with_milliseconds_in_utc() {
+        assert_eq!(format_millis(1_764_436_363_120), "2025-11-29T17:12:43.120Z");
+        assert_eq!(format_scheduled(1_764_435_600_000), "2025-11-29T17:00:00Z");
+    }
+
+    #[test]
+    fn parses_offsets_to_the_same_instant() {
+        assert_eq!(
+            parse_rfc3339_millis("2026-11-29T18:00:00+01:00"),
+            parse_rfc3339_millis("2026-11-29T17:00:00Z")
+        );
+        assert_eq!(parse_rfc3339_millis("yesterday"), None);
+    }
+}

@@ -1,0 +1,105 @@
+//! Command-line flags; each also reads `ARGO_RESULTS_<FLAG>` (`DATABASE_URL` for the store).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthMode {
+    /// Validate tokens: with --jwks-file when given, else (on loopback) with a dev key.
+    Tokens,
+    /// No authentication at all. Loopback only; for experiments.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Stores Argo Workflows' step results in Postgres or SQLite and serves them to the
+/// controller, the wait containers and admins.
+///
+/// With no flags: SQLite `argo-results.db` in the data directory, 127.0.0.1:8080, dev auth.
+///
+/// Example (production):
+///   argo-results-server --database-url postgres://argo-results@db/argo-results \
+///     --listen 0.0.0.0:8080 --jwks-file /etc/argo-results/jwks.json \
+///     --controller system:serviceaccount:argo:argo --reader system:serviceaccount:argo:argo-server
+#[derive(Debug, Clone, Parser)]
+#[command(name = "argo-results-server", version, verbatim_doc_comment)]
+pub struct Config {
+    /// `postgres://...` or `sqlite://PATH` [default: sqlite://<data-dir>/argo-results.db]
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+
+    /// Address to listen on; port 0 picks a free port (printed at start).
+    #[arg(long, env = "ARGO_RESULTS_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Where the embedded default keeps its SQLite file and dev signing key.
+    #[arg(long, env = "ARGO_RESULTS_DATA_DIR", default_value = ".")]
+    pub data_dir: PathBuf,
+
+    /// Trust the keys of this JWKS file (offline validation of service-account tokens).
+    #[arg(long, env = "ARGO_RESULTS_JWKS_FILE")]
+    pub jwks_file: Option<PathBuf>,
+
+    /// Required `iss` of tokens (any issuer when unset; `iss` must still be present).
+    #[arg(long, env = "ARGO_RESULTS_ISSUER")]
+    pub issuer: Option<String>,
+
+    /// Required `aud` of tokens.
+    #[arg(long, env = "ARGO_RESULTS_AUDIENCE", default_value = argo_results_proto::token::DEFAULT_AUDIENCE)]
+    pub audience: String,
+
+    /// Subject allowed to read everything; repeatable (env: comma-separated).
+    #[arg(long = "reader", env = "ARGO_RESULTS_READER", value_delimiter = ',')]
+    pub readers: Vec<String>,
+
+    /// Subject allowed to read and to perform controller operations; repeatable.
+    #[arg(
+        long = "controller",
+        env = "ARGO_RESULTS_CONTROLLER",
+        value_delimiter = ','
+    )]
+    pub controllers: Vec<String>,
+
+    /// `none` turns authentication off (refused unless listening on loopback).
+    #[arg(long, env = "ARGO_RESULTS_AUTH", value_enum, default_value = "tokens")]
+    pub auth: AuthMode,
+
+    /// Largest request body accepted.
+    #[arg(long, env = "ARGO_RESULTS_MAX_BODY_BYTES", default_value_t = 1 << 20)]
+    pub max_body_bytes: usize,
+
+    /// Largest `outputs.result` accepted (Argo's executor keeps 256 KiB).
+    #[arg(long, env = "ARGO_RESULTS_MAX_RESULT_BYTES", default_value_t = 256 << 10)]
+    pub max_result_bytes: usize,
+
+    /// Database connections in the pool.
+    #[arg(long, env = "ARGO_RESULTS_MAX_CONNECTIONS", default_value_t = 10)]
+    pub max_connections: u32,
+
+    /// Log lines as text or as one JSON object per line.
+    #[arg(
+        long,
+        env = "ARGO_RESULTS_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    pub fn database_url(&self) -> String {
+        self.database_url.clone().unwrap_or_else(|| {
+            format!(
+                "sqlite://{}",
+                self.data_dir.join("argo-results.db").display()
+            )
+        })
+    }
+}

@@ -1,0 +1,207 @@
+//! Request bodies: JSON only, within the size limit, with every problem named precisely.
+
+use std::collections::BTreeMap;
+
+use argo_results_proto::{
+    AbandonRequest, ClaimRequest, ExpectationRequest, ProblemCode, ReportRequest,
+};
+use axum::extract::{FromRequest, Request};
+use axum::http::header;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use super::AppState;
+use super::error::ApiError;
+
+/// A body type's top-level fields, so that unknown and missing ones are reported by name.
+pub trait RequestBody: DeserializeOwned {
+    const FIELDS: &'static [&'static str];
+    const REQUIRED: &'static [&'static str];
+}
+
+impl RequestBody for ReportRequest {
+    const FIELDS: &'static [&'static str] = &[
+        "protocolVersion",
+        "workflowUid",
+        "podName",
+        "podUid",
+        "instanceId",
+        "sequence",
+        "final",
+        "outputs",
+        "progress",
+        "phase",
+        "message",
+    ];
+    const REQUIRED: &'static [&'static str] =
+        &["protocolVersion", "workflowUid", "podName", "podUid"];
+}
+
+impl RequestBody for ExpectationRequest {
+    const FIELDS: &'static [&'static str] = &["workflowUid", "podName", "podUid"];
+    const REQUIRED: &'static [&'static str] = &["workflowUid", "podName"];
+}
+
+impl RequestBody for AbandonRequest {
+    const FIELDS: &'static [&'static str] = &["workflowUid", "reason"];
+    const REQUIRED: &'static [&'static str] = &["workflowUid", "reason"];
+}
+
+impl RequestBody for ClaimRequest {
+    const FIELDS: &'static [&'static str] = &["cronWorkflowUid", "scheduledTime", "workflowName"];
+    const REQUIRED: &'static [&'static str] = &["cronWorkflowUid", "scheduledTime", "workflowName"];
+}
+
+/// A JSON request body of type `T`.
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+fn is_json(content_type: Option<&str>) -> bool {
+    let Some(mime) = content_type.and_then(|value| value.split(';').next()) else {
+        return false;
+    };
+    let mime = mime.trim().to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+/// Reads `T` from JSON text: `invalid_json` when it is not a JSON object, `unknown_field`
+/// for a field `T` does not have, `invalid_field` for a missing or mistyped one.
+pub fn parse<T: RequestBody>(bytes: &[u8]) -> Result<T, ApiError> {
+    let top: BTreeMap<String, &RawValue> = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::new(
+            ProblemCode::InvalidJson,
+            format!("body is not a JSON object: {e}"),
+        )
+    })?;
+    if let Some(unknown) = top.keys().find(|key| !T::FIELDS.contains(&key.as_str())) {
+        return Err(ApiError::new(
+            ProblemCode::UnknownField,
+            format!(
+                "unknown field {unknown:?}; known fields: {}",
+                T::FIELDS.join(", ")
+            ),
+        )
+        .with_field(unknown.as_str()));
+    }
+    if let Some(missing) = T::REQUIRED.iter().find(|field| !top.contains_key(**field)) {
+        return Err(
+            ApiError::new(ProblemCode::InvalidField, format!("{missing} is required"))
+                .with_field(*missing),
+        );
+    }
+    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let field = e.path().to_string();
+        ApiError::new(ProblemCode::InvalidField, e.into_inner().to_string()).with_field(field)
+    })
+}
+
+impl<T: RequestBody> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let content_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok());
+        if !is_json(content_type) {
+            return Err(ApiError::new(
+                ProblemCode::UnsupportedMediaType,
+                format!(
+                    "the body must be application/json, not {}",
+                    content_type.unwrap_or("untyped")
+                ),
+            ));
+        }
+        let limit = state.limits.max_body_bytes;
+        let too_large = || {
+            ApiError::new(
+                ProblemCode::PayloadTooLarge,
+                format!("the body is larger than {limit} bytes (--max-body-bytes)"),
+            )
+        };
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
+        if declared.is_some_and(|length| length > limit) {
+            return Err(too_large());
+        }
+        let bytes = axum::body::to_bytes(request.into_body(), limit)
+            .await
+            .map_err(|_| too_large())?;
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field lists must name exactly what the type serializes.
+    fn fields_of(value: serde_json::Value) -> Vec<String> {
+        let mut keys: Vec<String> = value.as_object().expect("object").keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    fn sorted(fields: &[&str]) -> Vec<String> {
+        let mut fields: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+        fields.sort();
+        fields
+    }
+
+    #[test]
+    fn field_lists_match_the_types() {
+        let report: ReportRequest = serde_json::from_str(
+            r#"{"protocolVersion":1,"workflowUid":"u","podName":"p","podUid":"q","instanceId":"i",
+                "sequence":1,"final":true,"outputs":{},"progress":"1/1","phase":"Running","message":"m"}"#,
+        )
+        .expect("report");
+        let report = serde_json::to_value(&report).expect("json");
+        assert_eq!(fields_of(report), sorted(ReportRequest::FIELDS));
+        let expectation = ExpectationRequest {
+            workflow_uid: "u".into(),
+            pod_name: "p".into(),
+            pod_uid: Some("q".into()),
+        };
+        let expectation = serde_json::to_value(expectation).expect("json");
+        assert_eq!(fields_of(expectation), sorted(ExpectationRequest::FIELDS));
+        let abandon = serde_json::to_value(AbandonRequest {
+            workflow_uid: "u".into(),
+            reason: "r".into(),
+        })
+        .expect("json");
+        assert_eq!(fields_of(abandon), sorted(AbandonRequest::FIELDS));
+        let claim = serde_json::to_value(ClaimRequest {
+            cron_workflow_uid: "u".into(),
+            scheduled_time: "t".into(),
+            workflow_name: "w".into(),
+        })
+        .expect("json");
+        assert_eq!(fields_of(claim), sorted(ClaimRequest::FIELDS));
+    }
+
+    #[test]
+    fn parse_names_the_problem() {
+        let code = |body: &str| {
+            parse::<AbandonRequest>(body.as_bytes())
+                .err()
+                .map(|e| e.status())
+        };
+        assert_eq!(code("[1]"), Some(axum::http::StatusCode::BAD_REQUEST));
+        assert_eq!(
+            code(r#"{"workflowUid":"u","reason":"r","x":1}"#),
+            Some(axum::http::StatusCode::BAD_REQUEST)
+        );
+        assert_eq!(
+            code(r#"{"workflowUid":"u"}"#),
+            Some(axum::http::StatusCode::UNPROCESSABLE_ENTITY)
+        );
+        assert_eq!(
+            code(r#"{"workflowUid":1,"reason":"r"}"#),
+            Some(axum::http::StatusCode::UNPROCESSABLE_ENTITY)
+        );
+        assert_eq!(code(r#"{"workflowUid":"u","reason":"r"}"#), None);
+    }
+}

@@ -1,0 +1,169 @@
+//! Every error of the API becomes `application/problem+json` here, and only here.
+
+use argo_results_proto::{Problem, ProblemCode};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::auth::AuthError;
+use crate::store::{Refusal, StoreError};
+use crate::validate::FieldError;
+
+/// Seconds a client should wait before retrying a shed or failed request.
+const RETRY_AFTER_SECONDS: &str = "1";
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[derive(Debug)]
+pub struct ApiError {
+    code: ProblemCode,
+    detail: String,
+    field: Option<String>,
+    current: Option<Box<RawValue>>,
+}
+
+impl ApiError {
+    pub fn new(code: ProblemCode, detail: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            detail: detail.into(),
+            field: None,
+            current: None,
+        }
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    fn with_current(mut self, current: &impl Serialize) -> Self {
+        self.current = serde_json::value::to_raw_value(current).ok();
+        self
+    }
+
+    fn internal(error: &dyn std::fmt::Display) -> Self {
+        tracing::error!(%error, "request failed");
+        ApiError::new(
+            ProblemCode::Internal,
+            "the server failed to handle the request; its log has the cause",
+        )
+    }
+
+    pub fn status(&self) -> StatusCode {
+        use ProblemCode::*;
+        match self.code {
+            InvalidJson | UnknownField | UnsupportedProtocolVersion | InvalidParameter => {
+                StatusCode::BAD_REQUEST
+            }
+            Unauthenticated => StatusCode::UNAUTHORIZED,
+            Forbidden => StatusCode::FORBIDDEN,
+            NotFound => StatusCode::NOT_FOUND,
+            AlreadyCompleted | StaleSequence | PodMismatch | AlreadyClaimed => StatusCode::CONFLICT,
+            Gone => StatusCode::GONE,
+            PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            InvalidField => StatusCode::UNPROCESSABLE_ENTITY,
+            Overloaded => StatusCode::TOO_MANY_REQUESTS,
+            Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let problem = Problem {
+            problem_type: "about:blank".into(),
+            title: status.canonical_reason().unwrap_or("Error").into(),
+            status: status.as_u16(),
+            code: self.code,
+            detail: self.detail,
+            field: self.field,
+            current: self.current,
+            revision: None,
+        };
+        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        match self.code {
+            ProblemCode::Unauthenticated => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"argo-results\""),
+                );
+            }
+            ProblemCode::Overloaded | ProblemCode::Unavailable => {
+                headers.insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from_static(RETRY_AFTER_SECONDS),
+                );
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<FieldError> for ApiError {
+    fn from(error: FieldError) -> Self {
+        ApiError::new(ProblemCode::InvalidField, error.detail).with_field(error.field)
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(error: AuthError) -> Self {
+        match error {
+            AuthError::Unauthenticated(detail) => {
+                ApiError::new(ProblemCode::Unauthenticated, detail)
+            }
+            AuthError::Forbidden(detail) => ApiError::new(ProblemCode::Forbidden, detail),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        let refusal = match error {
+            StoreError::Refused(refusal) => refusal,
+            StoreError::Database(
+                ref e @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)),
+            ) => {
+                tracing::warn!(error = %e, "database unavailable");
+                return ApiError::new(
+                    ProblemCode::Unavailable,
+                    "the database is unavailable; retry later",
+                );
+            }
+            other => return ApiError::internal(&other),
+        };
+        let detail = refusal.to_string();
+        match refusal {
+            Refusal::NotFound { .. } => ApiError::new(ProblemCode::NotFound, detail),
+            Refusal::Frozen { current } => {
+                ApiError::new(ProblemCode::AlreadyCompleted, detail).with_current(&current)
+            }
+            Refusal::StaleSequence { .. } | Refusal::SequenceReused { .. } => {
+                ApiError::new(ProblemCode::StaleSequence, detail).with_field("sequence")
+            }
+            Refusal::PodMismatch { .. } => {
+                ApiError::new(ProblemCode::PodMismatch, detail).with_field("podUid")
+            }
+            Refusal::InstanceMismatch { .. } => {
+                ApiError::new(ProblemCode::InvalidField, detail).with_field("instanceId")
+            }
+            Refusal::WorkflowMismatch { .. } => {
+                ApiError::new(ProblemCode::InvalidField, detail).with_field("workflow")
+            }
+            Refusal::AlreadyClaimed { current } => {
+                ApiError::new(ProblemCode::AlreadyClaimed, detail).with_current(&current)
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The change feed: every change after a revision, in commit order, optionally long-polled.
+
+use std::time::Duration;
+
+use argo_results_proto::{FeedPage, Problem, ProblemCode, Role};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tokio::time::Instant;
+use utoipa::IntoParams;
+
+use super::AppState;
+use super::error::{ApiError, ApiResult};
+use super::params::{QueryParams, invalid_parameter, limit};
+use crate::auth::Caller;
+use crate::store::FeedChunk;
+use crate::validate::dns_label;
+
+const FEED_DEFAULT_LIMIT: u32 = 500;
+const FEED_MAX_LIMIT: u32 = 1000;
+const DEFAULT_WAIT_SECONDS: u64 = 30;
+const MAX_WAIT_SECONDS: u64 = 300;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct FeedParams {
+    /// Changes with a revision above this one (default 0: from the start).
+    since: Option<i64>,
+    /// Only this namespace's changes.
+    namespace: Option<String>,
+    /// At most this many changes, 1 to 1000 (default 500).
+    limit: Option<u32>,
+    /// Wait for the next change when there is none yet.
+    watch: Option<bool>,
+    /// How long `watch` waits, 1 to 300 seconds (default 30).
+    timeout_seconds: Option<u64>,
+}
+
+/// The page as JSON text: the items are stored serialized and are not parsed again.
+fn page(chunk: FeedChunk) -> Response {
+    let mut body =
+        String::with_capacity(chunk.items.iter().map(|i| i.len() + 1).sum::<usize>() + 40);
+    body.push_str("{\"items\":[");
+    body.push_str(&chunk.items.join(","));
+    body.push_str("],\"revision\":");
+    body.push_str(&chunk.revision.to_string());
+    body.push('}');
+    let mut response = (StatusCode::OK, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Every change with a revision above `since`, oldest first, then the revision to resume from.
+#[utoipa::path(
+    get,
+    path = "/api/v1/results",
+    tag = "results",
+    params(FeedParams),
+    responses(
+        (status = 200, description = "Changes in revision order", body = FeedPage),
+        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn feed(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(params): QueryParams<FeedParams>,
+) -> ApiResult<Response> {
+    caller.require(Role::Reader)?;
+    if let Some(namespace) = &params.namespace {
+        dns_label("namespace", namespace).map_err(invalid_parameter)?;
+    }
+    let since = params.since.unwrap_or(0);
+    if since < 0 {
+        return Err(
+            ApiError::new(ProblemCode::InvalidParameter, "since must be 0 or more")
+                .with_field("since"),
+        );
+    }
+    let wait = match params.timeout_seconds {
+        None => DEFAULT_WAIT_SECONDS,
+        Some(seconds) if (1..=MAX_WAIT_SECONDS).contains(&seconds) => seconds,
+        Some(seconds) => {
+            return Err(ApiError::new(
+                ProblemCode::InvalidParameter,
+                format!("timeoutSeconds {seconds} is not between 1 and {MAX_WAIT_SECONDS}"),
+            )
+            .with_field("timeoutSeconds"));
+        }
+    };
+    let limit = limit(params.limit, FEED_DEFAULT_LIMIT, FEED_MAX_LIMIT)?;
+    let deadline = Instant::now() + Duration::from_secs(wait);
+    let mut revisions = state.store.revisions();
+    loop {
+        // Marked seen before reading, so a commit landing after the read still wakes us.
+        revisions.borrow_and_update();
+        let chunk = state
+            .store
+            .feed(since, params.namespace.clone(), limit)
+            .await?;
+        if !chunk.items.is_empty() || !params.watch.unwrap_or(false) {
+            return Ok(page(chunk));
+        }
+        match tokio::time::timeout_at(deadline, revisions.changed()).await {
+            Ok(Ok(())) => continue,
+            _ => return Ok(page(chunk)),
+        }
+    }
+}

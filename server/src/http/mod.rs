@@ -1,0 +1,101 @@
+//! The HTTP API: one module per resource, errors turned into problem+json in [`error`].
+
+mod body;
+mod caller;
+mod cron;
+mod cursor;
+pub mod error;
+mod expectations;
+mod feed;
+mod openapi;
+mod params;
+mod probes;
+mod results;
+mod whoami;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Serialize;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::Authenticator;
+use crate::metrics::Metrics;
+use crate::store::{Outcome, Store, Written};
+use crate::validate::Limits;
+
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub auth: Arc<Authenticator>,
+    pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+}
+
+fn json(status: StatusCode, value: &impl Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => {
+            let mut response = (status, body).into_response();
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Err(e) => error::ApiError::new(
+            argo_results_proto::ProblemCode::Internal,
+            format!("could not serialize the answer: {e}"),
+        )
+        .into_response(),
+    }
+}
+
+/// `201` for a row's first write, `200` otherwise, with the stored result.
+fn written(written: Written) -> Response {
+    let status = match written.outcome {
+        Outcome::Created => StatusCode::CREATED,
+        Outcome::Updated | Outcome::Unchanged => StatusCode::OK,
+    };
+    json(status, &written.result)
+}
+
+/// Every route, and the OpenAPI document generated from them.
+pub fn router(state: AppState) -> Router {
+    let (api, document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(results::report, results::get))
+        .routes(routes!(results::abandon))
+        .routes(routes!(results::list, results::delete))
+        .routes(routes!(expectations::expect))
+        .routes(routes!(feed::feed))
+        .routes(routes!(cron::claim, cron::claims))
+        .routes(routes!(whoami::whoami))
+        .split_for_parts();
+    let document = Arc::new(document.to_pretty_json().unwrap_or_default());
+    api.route(
+        "/api/v1/openapi.json",
+        get(move || {
+            let document = Arc::clone(&document);
+            async move {
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    document.to_string(),
+                )
+            }
+        }),
+    )
+    .route("/healthz", get(probes::healthz))
+    .route("/readyz", get(probes::readyz))
+    .route("/metrics", get(probes::metrics))
+    .fallback(|| async {
+        error::ApiError::new(
+            argo_results_proto::ProblemCode::NotFound,
+            "no such route; see /api/v1/openapi.json",
+        )
+    })
+    .with_state(state)
+}

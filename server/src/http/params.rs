@@ -1,0 +1,112 @@
+//! Path and query parameters, checked against Kubernetes naming before any handler runs.
+
+use argo_results_proto::ProblemCode;
+use axum::extract::{FromRequestParts, Path, Query};
+use axum::http::request::Parts;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use utoipa::IntoParams;
+
+use super::error::ApiError;
+use crate::validate::{FieldError, dns_label, dns_subdomain};
+
+/// A path or query parameter that breaks a naming rule.
+pub fn invalid_parameter(error: FieldError) -> ApiError {
+    ApiError::new(ProblemCode::InvalidParameter, error.detail).with_field(error.field)
+}
+
+/// `/namespaces/{namespace}/workflows/{workflow}`
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct WorkflowPath {
+    pub namespace: String,
+    pub workflow: String,
+}
+
+/// `/namespaces/{namespace}/workflows/{workflow}/nodes/{nodeId}`
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct NodePath {
+    pub namespace: String,
+    pub workflow: String,
+    #[serde(rename = "nodeId")]
+    pub node_id: String,
+}
+
+/// `/namespaces/{namespace}/cronworkflows/{name}`
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct CronPath {
+    pub namespace: String,
+    pub name: String,
+}
+
+pub trait CheckNames {
+    fn check(&self) -> Result<(), FieldError>;
+}
+
+impl CheckNames for WorkflowPath {
+    fn check(&self) -> Result<(), FieldError> {
+        dns_label("namespace", &self.namespace)?;
+        dns_subdomain("workflow", &self.workflow)
+    }
+}
+
+impl CheckNames for NodePath {
+    fn check(&self) -> Result<(), FieldError> {
+        dns_label("namespace", &self.namespace)?;
+        dns_subdomain("workflow", &self.workflow)?;
+        dns_subdomain("nodeId", &self.node_id)
+    }
+}
+
+impl CheckNames for CronPath {
+    fn check(&self) -> Result<(), FieldError> {
+        dns_label("namespace", &self.namespace)?;
+        dns_subdomain("name", &self.name)
+    }
+}
+
+/// A path whose names were checked.
+#[derive(Debug)]
+pub struct Names<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + CheckNames + Send> FromRequestParts<S> for Names<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path(path) = Path::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::new(ProblemCode::InvalidParameter, e.body_text()))?;
+        path.check().map_err(invalid_parameter)?;
+        Ok(Names(path))
+    }
+}
+
+/// Query parameters; a malformed one is `400 invalid_parameter`.
+#[derive(Debug)]
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(query)| QueryParams(query))
+            .map_err(|e| ApiError::new(ProblemCode::InvalidParameter, e.body_text()))
+    }
+}
+
+/// A page size: `default` when absent, at most `max`.
+pub fn limit(given: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
+    match given {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::new(
+            ProblemCode::InvalidParameter,
+            format!("limit {n} is not between 1 and {max}"),
+        )
+        .with_field("limit")),
+    }
+}

@@ -1,0 +1,38 @@
+//! Probes and metrics, outside `/api/v1` and without a token.
+
+use argo_results_proto::ProblemCode;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use super::error::ApiError;
+
+/// The process is up.
+pub async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// The store answers (migrations are applied before the server listens, and keys loaded).
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    match state.store.ping().await {
+        Ok(()) => "ready\n".into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "not ready");
+            ApiError::new(
+                ProblemCode::Unavailable,
+                format!("store unreachable: {error}"),
+            )
+            .into_response()
+        }
+    }
+}
+
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let mut response = (StatusCode::OK, state.metrics.encode()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    response
+}

@@ -1,0 +1,325 @@
+//! A node's result: the wait container's report, the controller's abandon and garbage
+//! collection, and reads.
+
+use argo_results_proto::{
+    AbandonRequest, DeleteResponse, NodeResult, PROTOCOL_VERSION, Problem, ProblemCode,
+    ReportRequest, ResultList, ResultState, Role,
+};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::body::JsonBody;
+use super::cursor::{self, PageQuery};
+use super::error::{ApiError, ApiResult};
+use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
+use super::{AppState, json, written};
+use crate::auth::{Caller, pod};
+use crate::metrics::ReportOutcome;
+use crate::store::Outcome;
+use crate::store::{ListQuery, Report, ResultKey};
+use crate::validate;
+
+const LIST_DEFAULT_LIMIT: u32 = 500;
+const LIST_MAX_LIMIT: u32 = 1000;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct UidQuery {
+    /// The workflow incarnation; the newest one of the name when absent.
+    workflow_uid: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// The workflow incarnation; the newest one of the name when absent.
+    workflow_uid: Option<String>,
+    /// Only results in this state (`expected`, `reporting`, `completed`, `abandoned`).
+    state: Option<String>,
+    /// Page size, 1 to 1000 (default 500).
+    limit: Option<u32>,
+    /// The `continue` of the previous page.
+    #[serde(rename = "continue")]
+    #[param(rename = "continue")]
+    continue_token: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct DeleteParams {
+    /// Required: the incarnation whose results are deleted.
+    workflow_uid: Option<String>,
+}
+
+fn key(path: NodePath, workflow_uid: String) -> ResultKey {
+    ResultKey {
+        namespace: path.namespace,
+        workflow: path.workflow,
+        workflow_uid,
+        node_id: path.node_id,
+    }
+}
+
+fn report_outcome(outcome: Outcome) -> ReportOutcome {
+    match outcome {
+        Outcome::Created => ReportOutcome::created,
+        Outcome::Updated => ReportOutcome::updated,
+        Outcome::Unchanged => ReportOutcome::replayed,
+    }
+}
+
+fn optional_uid(uid: Option<String>) -> ApiResult<Option<String>> {
+    if let Some(uid) = &uid {
+        validate::uid("workflowUid", uid).map_err(invalid_parameter)?;
+    }
+    Ok(uid)
+}
+
+/// Store a wait container's report of its node's result.
+#[utoipa::path(
+    put,
+    path = "/api/v1/namespaces/{namespace}/workflows/{workflow}/nodes/{nodeId}/result",
+    tag = "results",
+    params(NodePath),
+    request_body = ReportRequest,
+    responses(
+        (status = 201, description = "First write of the row, committed", body = NodeResult),
+        (status = 200, description = "Stored, or an idempotent replay (revision unchanged)", body = NodeResult),
+        (status = 400, description = "invalid_json, unknown_field, unsupported_protocol_version, invalid_parameter", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "forbidden: not this node's pod", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "already_completed (with current), stale_sequence, pod_mismatch", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "payload_too_large", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "unsupported_media_type", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "unavailable", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn report(
+    State(state): State<AppState>,
+    caller: Caller,
+    Names(path): Names<NodePath>,
+    JsonBody(body): JsonBody<ReportRequest>,
+) -> ApiResult<Response> {
+    if body.protocol_version != PROTOCOL_VERSION {
+        return Err(ApiError::new(
+            ProblemCode::UnsupportedProtocolVersion,
+            format!(
+                "protocolVersion {} is not supported; this server speaks {PROTOCOL_VERSION}",
+                body.protocol_version
+            ),
+        )
+        .with_field("protocolVersion"));
+    }
+    validate::report(&body, &state.limits)?;
+    pod::authorize_report(
+        &caller,
+        &path.namespace,
+        &path.workflow,
+        &path.node_id,
+        &body,
+    )?;
+    let report = Report {
+        pod_name: body.pod_name,
+        pod_uid: body.pod_uid,
+        instance_id: body.instance_id,
+        sequence: body.sequence,
+        is_final: body.is_final,
+        outputs: body.outputs.map(|raw| raw.get().to_owned()),
+        progress: body.progress,
+        phase: body.phase,
+        message: body.message,
+    };
+    let stored = state
+        .store
+        .report(key(path, body.workflow_uid), report)
+        .await;
+    state.metrics.report(match &stored {
+        Ok(stored) => report_outcome(stored.outcome),
+        Err(_) => ReportOutcome::refused,
+    });
+    Ok(written(stored?))
+}
+
+/// Give up on a node whose pod is gone; a completed result is kept and returned in `current`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/namespaces/{namespace}/workflows/{workflow}/nodes/{nodeId}/result/abandon",
+    tag = "controller",
+    params(NodePath),
+    request_body = AbandonRequest,
+    responses(
+        (status = 200, description = "Abandoned (or already abandoned)", body = NodeResult),
+        (status = 400, description = "invalid_json, unknown_field, invalid_parameter", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "forbidden: not a controller", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "already_completed: use the outputs in current", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn abandon(
+    State(state): State<AppState>,
+    caller: Caller,
+    Names(path): Names<NodePath>,
+    JsonBody(body): JsonBody<AbandonRequest>,
+) -> ApiResult<Response> {
+    caller.require(Role::Controller)?;
+    validate::abandon(&body)?;
+    let stored = state
+        .store
+        .abandon(key(path, body.workflow_uid), body.reason)
+        .await?;
+    Ok(written(stored))
+}
+
+/// One node's result.
+#[utoipa::path(
+    get,
+    path = "/api/v1/namespaces/{namespace}/workflows/{workflow}/nodes/{nodeId}/result",
+    tag = "results",
+    params(NodePath, UidQuery),
+    responses(
+        (status = 200, description = "The committed result", body = NodeResult),
+        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "not_found", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Names(path): Names<NodePath>,
+    QueryParams(query): QueryParams<UidQuery>,
+) -> ApiResult<Response> {
+    caller.require(Role::Reader)?;
+    let uid = optional_uid(query.workflow_uid)?;
+    let node_id = path.node_id.clone();
+    match state
+        .store
+        .get(path.namespace, path.workflow, path.node_id, uid)
+        .await?
+    {
+        Some(result) => Ok(json(StatusCode::OK, &result)),
+        None => Err(ApiError::new(
+            ProblemCode::NotFound,
+            format!("no result for node {node_id}"),
+        )),
+    }
+}
+
+/// A workflow's results ordered by node ID, with a summary from the same snapshot.
+#[utoipa::path(
+    get,
+    path = "/api/v1/namespaces/{namespace}/workflows/{workflow}/results",
+    tag = "results",
+    params(WorkflowPath, ListParams),
+    responses(
+        (status = 200, description = "One page and the summary at `revision`", body = ResultList),
+        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Names(path): Names<WorkflowPath>,
+    QueryParams(params): QueryParams<ListParams>,
+) -> ApiResult<Response> {
+    caller.require(Role::Reader)?;
+    let state_filter = match params.state.as_deref() {
+        None => None,
+        Some(text) => Some(ResultState::parse(text).ok_or_else(|| {
+            ApiError::new(
+                ProblemCode::InvalidParameter,
+                format!("state {text:?} is not expected, reporting, completed or abandoned"),
+            )
+            .with_field("state")
+        })?),
+    };
+    let page_query = PageQuery {
+        namespace: &path.namespace,
+        workflow: &path.workflow,
+        state: state_filter.map(ResultState::as_str),
+    };
+    let uid = optional_uid(params.workflow_uid)?;
+    let (workflow_uid, after) = match &params.continue_token {
+        Some(token) => {
+            let (uid, after) = cursor::decode(token, &page_query, uid.as_deref())?;
+            (Some(uid), Some(after))
+        }
+        None => (uid, None),
+    };
+    let page = state
+        .store
+        .list(ListQuery {
+            namespace: path.namespace.clone(),
+            workflow: path.workflow.clone(),
+            workflow_uid,
+            state: state_filter,
+            after,
+            limit: limit(params.limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)?,
+        })
+        .await?;
+    let continue_token = match (&page.workflow_uid, page.items.last()) {
+        (Some(uid), Some(last)) if page.more => {
+            Some(cursor::encode(&page_query, uid, &last.node_id))
+        }
+        _ => None,
+    };
+    let list = ResultList {
+        items: page.items,
+        revision: page.revision,
+        summary: page.summary,
+        continue_token,
+    };
+    Ok(json(StatusCode::OK, &list))
+}
+
+/// Delete every result of one workflow incarnation (garbage collection); the feed keeps
+/// a tombstone for each.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/namespaces/{namespace}/workflows/{workflow}/results",
+    tag = "controller",
+    params(WorkflowPath, DeleteParams),
+    responses(
+        (status = 200, description = "How many results were deleted", body = DeleteResponse),
+        (status = 400, description = "invalid_parameter: workflowUid is required", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "forbidden: not a controller", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Names(path): Names<WorkflowPath>,
+    QueryParams(params): QueryParams<DeleteParams>,
+) -> ApiResult<Response> {
+    caller.require(Role::Controller)?;
+    let Some(uid) = optional_uid(params.workflow_uid)? else {
+        return Err(ApiError::new(
+            ProblemCode::InvalidParameter,
+            "workflowUid is required: results are deleted per workflow incarnation",
+        )
+        .with_field("workflowUid"));
+    };
+    let deleted = state
+        .store
+        .delete_workflow(path.namespace, path.workflow, uid)
+        .await?;
+    Ok(json(StatusCode::OK, &DeleteResponse { deleted }))
+}

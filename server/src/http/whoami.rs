@@ -1,0 +1,23 @@
+//! The first thing an admin runs when a call is refused.
+
+use argo_results_proto::{Problem, Whoami};
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::json;
+use crate::auth::Caller;
+
+/// Who the server thinks the caller is: subject, namespace, pod and roles.
+#[utoipa::path(
+    get,
+    path = "/api/v1/whoami",
+    tag = "auth",
+    responses(
+        (status = 200, description = "The caller", body = Whoami),
+        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn whoami(caller: Caller) -> Response {
+    json(StatusCode::OK, &caller.whoami())
+}

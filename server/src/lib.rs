@@ -1,0 +1,169 @@
+//! argo-results-server: the service that stores Argo Workflows' step results.
+//!
+//! [`run`] wires everything: flags ([`config`]) decide authentication ([`auth`]) and the
+//! store ([`store`]); the HTTP API ([`http`]) serves them until SIGTERM or SIGINT.
+
+pub mod auth;
+pub mod clock;
+pub mod config;
+pub mod feed;
+pub mod http;
+pub mod metrics;
+pub mod store;
+pub mod validate;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use argo_results_proto::token::{self, DEV_ADMIN_SUBJECT, DEV_ISSUER, DEV_KEY_ID, TokenClaims};
+use tokio::net::TcpListener;
+
+use auth::dev::{DevKey, DevKeyError};
+use auth::keys::{Expectations, KeyError, KeySet};
+use auth::{Authenticator, RoleLists};
+use config::{AuthMode, Config};
+use store::{SqlStore, StoreError};
+use validate::Limits;
+
+/// Lifetime of the admin token printed by the embedded default.
+const DEV_ADMIN_TOKEN_TTL: Duration = Duration::from_secs(24 * 3600);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("--auth none is refused on {0}: it is allowed on a loopback address only")]
+    UnauthenticatedOnNetwork(SocketAddr),
+    #[error(
+        "no token validation is configured for {0}: give --jwks-file, or listen on a loopback \
+         address to use the dev key"
+    )]
+    NoValidation(SocketAddr),
+    #[error("--jwks-file {path}: {source}")]
+    JwksFile {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("--jwks-file: {0}")]
+    Jwks(#[from] KeyError),
+    #[error("dev key: {0}")]
+    DevKey(#[from] DevKeyError),
+    #[error("could not mint the dev admin token: {0}")]
+    Mint(#[from] jsonwebtoken::errors::Error),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("server: {0}")]
+    Serve(std::io::Error),
+}
+
+/// How requests are authenticated, and the dev key when the embedded default made one.
+fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>), StartError> {
+    let loopback = config.listen.ip().is_loopback();
+    let mut roles = RoleLists {
+        readers: config.readers.clone(),
+        controllers: config.controllers.clone(),
+    };
+    if config.auth == AuthMode::None {
+        if !loopback {
+            return Err(StartError::UnauthenticatedOnNetwork(config.listen));
+        }
+        return Ok((Authenticator::disabled(), None));
+    }
+    if let Some(path) = &config.jwks_file {
+        let text = std::fs::read_to_string(path).map_err(|source| StartError::JwksFile {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let expect = Expectations {
+            audience: config.audience.clone(),
+            issuer: config.issuer.clone(),
+        };
+        return Ok((
+            Authenticator::tokens(KeySet::from_jwks(&text, &expect)?, roles),
+            None,
+        ));
+    }
+    if !loopback {
+        return Err(StartError::NoValidation(config.listen));
+    }
+    let expect = Expectations {
+        audience: config.audience.clone(),
+        issuer: Some(DEV_ISSUER.to_owned()),
+    };
+    let (dev, keys) = auth::dev::load_or_create(&config.data_dir, &expect)?;
+    roles.readers.push(DEV_ADMIN_SUBJECT.to_owned());
+    roles.controllers.push(DEV_ADMIN_SUBJECT.to_owned());
+    Ok((Authenticator::tokens(keys, roles), Some(dev)))
+}
+
+/// What a newcomer needs to talk to the embedded default, printed once it listens.
+fn dev_banner(dev: &DevKey, audience: &str, addr: SocketAddr) -> Result<String, StartError> {
+    let claims = TokenClaims::user(DEV_ISSUER, audience, DEV_ADMIN_SUBJECT, DEV_ADMIN_TOKEN_TTL);
+    let admin = token::mint(&dev.pem, DEV_KEY_ID, &claims)?;
+    let key = dev.path.display();
+    Ok(format!(
+        "dev auth: trusting tokens signed by {key} (loopback only)\n\
+         admin token (reader + controller, valid 24h):\n  \
+         export ARGO_RESULTS_TOKEN={admin}\n\
+         try it:\n  \
+         curl -H \"Authorization: Bearer {admin}\" http://{addr}/api/v1/whoami\n\
+         mint a pod token to play the wait container:\n  \
+         argo-results token --key {key} --namespace argo --pod-name my-wf-main-1234 --pod-uid pod-uid-1\n"
+    ))
+}
+
+/// Starts the server and serves until SIGTERM or SIGINT.
+pub async fn run(config: Config) -> Result<(), StartError> {
+    let (authenticator, dev) = authenticator(&config)?;
+    if config.auth == AuthMode::None {
+        tracing::warn!(
+            "AUTHENTICATION IS OFF (--auth none): anyone who can reach {} may read and write every result",
+            config.listen
+        );
+    }
+    let store = SqlStore::connect(&config.database_url(), config.max_connections).await?;
+    let state = http::AppState {
+        store: Arc::new(store),
+        auth: Arc::new(authenticator),
+        metrics: Arc::new(metrics::Metrics::new()),
+        limits: Limits {
+            max_body_bytes: config.max_body_bytes,
+            max_result_bytes: config.max_result_bytes,
+        },
+    };
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(StartError::Serve)?;
+    println!("argo-results-server listening on http://{addr}");
+    if let Some(dev) = &dev {
+        print!("{}", dev_banner(dev, &config.audience, addr)?);
+    }
+    axum::serve(listener, http::router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(StartError::Serve)
+}
+
+async fn shutdown_signal() {
+    let mut terminate =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                return std::future::pending().await;
+            }
+        };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        _ = terminate.recv() => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

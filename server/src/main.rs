@@ -1,0 +1,29 @@
+use std::process::ExitCode;
+
+use argo_results_server::config::{Config, LogFormat};
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let config = Config::parse();
+    init_logging(config.log_format);
+    match argo_results_server::run(config).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("argo-results-server: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

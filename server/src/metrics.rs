@@ -1,0 +1,66 @@
+//! Prometheus metrics, served on `/metrics` in the OpenMetrics text format.
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// What became of a report; never a node ID or other unbounded value.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum ReportOutcome {
+    created,
+    updated,
+    replayed,
+    refused,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: ReportOutcome,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabels {
+    version: &'static str,
+}
+
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    reports: Family<OutcomeLabels, Counter>,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("argo_results");
+        let build_info = Family::<VersionLabels, Gauge>::default();
+        build_info
+            .get_or_create(&VersionLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register("build_info", "Version of the running server", build_info);
+        let reports = Family::<OutcomeLabels, Counter>::default();
+        registry.register("reports", "Reports received, by outcome", reports.clone());
+        Metrics { registry, reports }
+    }
+
+    pub fn report(&self, outcome: ReportOutcome) {
+        self.reports.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,208 @@
+//! The result store: the one place that decides what a write does.
+//!
+//! Handlers validate and authorize; the store decides create / replay / stale / frozen / pod
+//! mismatch / expectation reset / abandon / delete / claim, each in one transaction. The
+//! decisions are pure functions ([`rules`]) over the stored row, and one SQL implementation
+//! ([`sql`]) runs them on Postgres and SQLite alike, so both backends behave identically.
+//! Writes go through the [`Store`] trait so that a batching store (group commit) can wrap
+//! another without touching handlers.
+
+mod postgres;
+mod row;
+mod rules;
+mod sql;
+mod sqlite;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use argo_results_proto::{Claim, ClaimList, NodeResult, ResultState, Summary};
+use tokio::sync::watch;
+
+pub use sql::SqlStore;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Identifies a result: one node of one incarnation of a workflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultKey {
+    pub namespace: String,
+    /// The workflow's name, as in the URL; stored beside the UID.
+    pub workflow: String,
+    pub workflow_uid: String,
+    pub node_id: String,
+}
+
+/// A validated report from a wait container. `None` fields keep the stored value.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub pod_name: String,
+    pub pod_uid: String,
+    pub instance_id: Option<String>,
+    pub sequence: Option<i64>,
+    pub is_final: bool,
+    /// The exact JSON text of `outputs`.
+    pub outputs: Option<String>,
+    pub progress: Option<String>,
+    pub phase: Option<String>,
+    pub message: Option<String>,
+}
+
+/// A controller's registration of a pod whose result it awaits.
+#[derive(Debug, Clone)]
+pub struct Expectation {
+    pub pod_name: String,
+    pub pod_uid: Option<String>,
+}
+
+/// A validated cron run claim.
+#[derive(Debug, Clone)]
+pub struct NewClaim {
+    pub namespace: String,
+    pub cron_workflow: String,
+    pub cron_workflow_uid: String,
+    pub scheduled_millis: i64,
+    pub workflow_name: String,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The row did not exist before.
+    Created,
+    /// The row changed under a new revision.
+    Updated,
+    /// Nothing changed: an idempotent replay.
+    Unchanged,
+}
+
+/// The stored result after a write, and what the write did.
+#[derive(Debug)]
+pub struct Written {
+    pub result: NodeResult,
+    pub outcome: Outcome,
+}
+
+/// One page of a workflow's results.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    pub namespace: String,
+    pub workflow: String,
+    /// `None`: the newest incarnation of the workflow name.
+    pub workflow_uid: Option<String>,
+    pub state: Option<ResultState>,
+    /// Start after this node ID.
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+#[derive(Debug)]
+pub struct ResultPage {
+    pub items: Vec<NodeResult>,
+    pub revision: i64,
+    pub summary: Summary,
+    /// The incarnation listed, when the workflow has results.
+    pub workflow_uid: Option<String>,
+    /// More items follow the last one.
+    pub more: bool,
+}
+
+/// Changes after a revision, each already serialized as the feed serves it.
+#[derive(Debug)]
+pub struct FeedChunk {
+    pub items: Vec<String>,
+    pub revision: i64,
+}
+
+/// Why the store refused a write. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("no result for node {node_id}")]
+    NotFound { node_id: String },
+    #[error("node {node_id} is {state}; its result is frozen", state = current.state.as_str(), node_id = current.node_id)]
+    Frozen { current: Box<NodeResult> },
+    #[error("sequence {given} is lower than the stored sequence {stored}")]
+    StaleSequence { given: i64, stored: i64 },
+    #[error("sequence {given} was already stored with different content")]
+    SequenceReused { given: i64 },
+    #[error("node {node_id} is bound to pod {bound}; pod UID {given} may not write it")]
+    PodMismatch {
+        node_id: String,
+        bound: String,
+        given: String,
+    },
+    #[error("the result belongs to controller instance {stored:?}, not {given:?}")]
+    InstanceMismatch { stored: String, given: String },
+    #[error("workflow UID {workflow_uid} belongs to workflow {stored:?}, not {given:?}")]
+    WorkflowMismatch {
+        workflow_uid: String,
+        stored: String,
+        given: String,
+    },
+    #[error("tick {} of cron workflow {} is already claimed by workflow {}", current.scheduled_time, current.cron_workflow, current.workflow_name)]
+    AlreadyClaimed { current: Box<Claim> },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("unsupported database URL {0:?}: use postgres://... or sqlite://PATH")]
+    UnsupportedUrl(String),
+}
+
+/// Committed state of results and cron claims.
+pub trait Store: std::fmt::Debug + Send + Sync + 'static {
+    /// Applies a wait container's report (API section 2).
+    fn report(&self, key: ResultKey, report: Report) -> BoxFuture<'_, StoreResult<Written>>;
+    /// Registers or resets an expected result (API section 3).
+    fn expect(
+        &self,
+        key: ResultKey,
+        expectation: Expectation,
+    ) -> BoxFuture<'_, StoreResult<Written>>;
+    /// Marks a result that will never complete as abandoned.
+    fn abandon(&self, key: ResultKey, reason: String) -> BoxFuture<'_, StoreResult<Written>>;
+    /// Deletes every result of one workflow incarnation, leaving tombstones in the feed.
+    fn delete_workflow(
+        &self,
+        namespace: String,
+        workflow: String,
+        workflow_uid: String,
+    ) -> BoxFuture<'_, StoreResult<u64>>;
+    /// One result; the newest incarnation of the workflow name when `workflow_uid` is `None`.
+    fn get(
+        &self,
+        namespace: String,
+        workflow: String,
+        node_id: String,
+        workflow_uid: Option<String>,
+    ) -> BoxFuture<'_, StoreResult<Option<NodeResult>>>;
+    fn list(&self, query: ListQuery) -> BoxFuture<'_, StoreResult<ResultPage>>;
+    /// Changes with a revision above `since`, oldest first.
+    fn feed(
+        &self,
+        since: i64,
+        namespace: Option<String>,
+        limit: u32,
+    ) -> BoxFuture<'_, StoreResult<FeedChunk>>;
+    /// Claims one tick of a cron workflow, exactly once.
+    fn claim(&self, claim: NewClaim) -> BoxFuture<'_, StoreResult<Claim>>;
+    fn claims(
+        &self,
+        namespace: String,
+        cron_workflow: String,
+        cron_workflow_uid: Option<String>,
+    ) -> BoxFuture<'_, StoreResult<ClaimList>>;
+    /// The newest committed revision, updated after every commit of this process.
+    fn revisions(&self) -> watch::Receiver<i64>;
+    /// Checks that the database answers.
+    fn ping(&self) -> BoxFuture<'_, StoreResult<()>>;
+}

@@ -1,0 +1,125 @@
+//! A stored result row and its API form.
+
+use argo_results_proto::{NodeResult, ResultState};
+use serde_json::value::RawValue;
+use sqlx::Row as _;
+use sqlx::any::AnyRow;
+
+use super::{ResultKey, StoreError};
+use crate::clock::format_millis;
+
+/// The columns of `results`, in the order [`Row::decode`] and the upsert use.
+macro_rules! result_columns {
+    () => {
+        "namespace, workflow_uid, node_id, workflow, pod_name, pod_uid, instance_id, state, \
+         phase, message, progress, outputs, sequence, revision, created_revision, created_at, \
+         updated_at, completed_at, abandon_reason"
+    };
+}
+pub(super) use result_columns;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Row {
+    pub namespace: String,
+    pub workflow_uid: String,
+    pub node_id: String,
+    pub workflow: String,
+    pub pod_name: Option<String>,
+    pub pod_uid: Option<String>,
+    pub instance_id: Option<String>,
+    pub state: ResultState,
+    pub phase: Option<String>,
+    pub message: Option<String>,
+    pub progress: Option<String>,
+    pub outputs: Option<String>,
+    pub sequence: Option<i64>,
+    pub revision: i64,
+    pub created_revision: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub completed_at: Option<i64>,
+    pub abandon_reason: Option<String>,
+}
+
+impl Row {
+    /// A row that does not exist yet; the writer assigns its revisions.
+    pub fn new(key: &ResultKey, state: ResultState, now: i64) -> Self {
+        Row {
+            namespace: key.namespace.clone(),
+            workflow_uid: key.workflow_uid.clone(),
+            node_id: key.node_id.clone(),
+            workflow: key.workflow.clone(),
+            pod_name: None,
+            pod_uid: None,
+            instance_id: None,
+            state,
+            phase: None,
+            message: None,
+            progress: None,
+            outputs: None,
+            sequence: None,
+            revision: 0,
+            created_revision: 0,
+            created_at: now,
+            updated_at: now,
+            completed_at: None,
+            abandon_reason: None,
+        }
+    }
+
+    pub fn decode(row: &AnyRow) -> Result<Self, StoreError> {
+        let state: String = row.try_get("state")?;
+        Ok(Row {
+            namespace: row.try_get("namespace")?,
+            workflow_uid: row.try_get("workflow_uid")?,
+            node_id: row.try_get("node_id")?,
+            workflow: row.try_get("workflow")?,
+            pod_name: row.try_get("pod_name")?,
+            pod_uid: row.try_get("pod_uid")?,
+            instance_id: row.try_get("instance_id")?,
+            state: ResultState::parse(&state)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown state {state:?}")))?,
+            phase: row.try_get("phase")?,
+            message: row.try_get("message")?,
+            progress: row.try_get("progress")?,
+            outputs: row.try_get("outputs")?,
+            sequence: row.try_get("sequence")?,
+            revision: row.try_get("revision")?,
+            created_revision: row.try_get("created_revision")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+            completed_at: row.try_get("completed_at")?,
+            abandon_reason: row.try_get("abandon_reason")?,
+        })
+    }
+
+    pub fn to_api(&self) -> Result<NodeResult, StoreError> {
+        let outputs =
+            match &self.outputs {
+                Some(text) => Some(RawValue::from_string(text.clone()).map_err(|e| {
+                    StoreError::Corrupt(format!("outputs of {}: {e}", self.node_id))
+                })?),
+                None => None,
+            };
+        Ok(NodeResult {
+            namespace: self.namespace.clone(),
+            workflow: self.workflow.clone(),
+            workflow_uid: self.workflow_uid.clone(),
+            node_id: self.node_id.clone(),
+            pod_name: self.pod_name.clone(),
+            pod_uid: self.pod_uid.clone(),
+            instance_id: self.instance_id.clone(),
+            state: self.state,
+            phase: self.phase.clone(),
+            message: self.message.clone(),
+            progress: self.progress.clone(),
+            outputs,
+            sequence: self.sequence,
+            revision: self.revision,
+            created_at: format_millis(self.created_at),
+            updated_at: format_millis(self.updated_at),
+            completed_at: self.completed_at.map(format_millis),
+            abandon_reason: self.abandon_reason.clone(),
+        })
+    }
+}

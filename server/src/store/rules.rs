@@ -1,0 +1,317 @@
+//! What a write does to a stored row: pure decisions, shared by every backend.
+
+use argo_results_proto::ResultState;
+use serde_json::Value;
+
+use super::row::Row;
+use super::{Expectation, Refusal, Report, ResultKey};
+
+#[derive(Debug)]
+pub(super) enum Decision {
+    /// Store this row under a new revision.
+    Write(Row),
+    /// Nothing changes; answer with the stored row.
+    Unchanged(Row),
+    /// Refused: the row is completed or abandoned.
+    Frozen(Row),
+    Refuse(Refusal),
+}
+
+/// Two `outputs` texts are the same when they are equal as text or as JSON values, so a
+/// replay re-serialized by another client is still recognised.
+fn same_json(a: &Option<String>, b: &Option<String>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) if a != b => {
+            match (
+                serde_json::from_str::<Value>(a),
+                serde_json::from_str::<Value>(b),
+            ) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            }
+        }
+        _ => a == b,
+    }
+}
+
+/// What a report carries: the fields that a final replay must repeat.
+fn same_content(a: &Row, b: &Row) -> bool {
+    a.progress == b.progress
+        && a.phase == b.phase
+        && a.message == b.message
+        && same_json(&a.outputs, &b.outputs)
+}
+
+/// Everything a write can change but its timestamps and revision.
+fn same_state(a: &Row, b: &Row) -> bool {
+    a.state == b.state
+        && a.pod_name == b.pod_name
+        && a.pod_uid == b.pod_uid
+        && a.instance_id == b.instance_id
+        && a.sequence == b.sequence
+        && same_content(a, b)
+}
+
+fn check_workflow(current: &Row, key: &ResultKey) -> Result<(), Refusal> {
+    if current.workflow == key.workflow {
+        Ok(())
+    } else {
+        Err(Refusal::WorkflowMismatch {
+            workflow_uid: current.workflow_uid.clone(),
+            stored: current.workflow.clone(),
+            given: key.workflow.clone(),
+        })
+    }
+}
+
+/// The row as it would be once `report` is applied: present fields replace stored ones.
+fn apply(mut row: Row, report: &Report, now: i64) -> Row {
+    row.pod_name = Some(report.pod_name.clone());
+    row.pod_uid = Some(report.pod_uid.clone());
+    if report.instance_id.is_some() {
+        row.instance_id.clone_from(&report.instance_id);
+    }
+    if report.sequence.is_some() {
+        row.sequence = report.sequence;
+    }
+    if report.outputs.is_some() {
+        row.outputs.clone_from(&report.outputs);
+    }
+    if report.progress.is_some() {
+        row.progress.clone_from(&report.progress);
+    }
+    if report.phase.is_some() {
+        row.phase.clone_from(&report.phase);
+    }
+    if report.message.is_some() {
+        row.message.clone_from(&report.message);
+    }
+    if report.is_final {
+        row.state = ResultState::Completed;
+        row.completed_at = Some(now);
+    } else {
+        row.state = ResultState::Reporting;
+    }
+    row.updated_at = now;
+    row
+}
+
+fn decide_report(
+    current: &Row,
+    key: &ResultKey,
+    report: &Report,
+    now: i64,
+) -> Result<Decision, Refusal> {
+    check_workflow(current, key)?;
+    if let Some(bound) = &current.pod_uid
+        && *bound != report.pod_uid
+    {
+        return Err(Refusal::PodMismatch {
+            node_id: current.node_id.clone(),
+            bound: current.pod_name.clone().unwrap_or_else(|| bound.clone()),
+            given: report.pod_uid.clone(),
+        });
+    }
+    if let (Some(stored), Some(given)) = (&current.instance_id, &report.instance_id)
+        && stored != given
+    {
+        return Err(Refusal::InstanceMismatch {
+            stored: stored.clone(),
+            given: given.clone(),
+        });
+    }
+    let next = apply(current.clone(), report, now);
+    if current.state.is_frozen() {
+        let replay = current.state == ResultState::Completed
+            && report.is_final
+            && same_content(current, &next);
+        return Ok(if replay {
+            Decision::Unchanged(current.clone())
+        } else {
+            Decision::Frozen(current.clone())
+        });
+    }
+    if let (Some(stored), Some(given)) = (current.sequence, report.sequence) {
+        if given < stored {
+            return Err(Refusal::StaleSequence { given, stored });
+        }
+        if given == stored && !same_state(current, &next) {
+            return Err(Refusal::SequenceReused { given });
+        }
+    }
+    Ok(if same_state(current, &next) {
+        Decision::Unchanged(current.clone())
+    } else {
+        Decision::Write(next)
+    })
+}
+
+/// A wait container's report (API section 2).
+pub(super) fn report(
+    current: Option<&Row>,
+    key: &ResultKey,
+    report: &Report,
+    now: i64,
+) -> Decision {
+    match current {
+        None => Decision::Write(apply(
+            Row::new(key, ResultState::Reporting, now),
+            report,
+            now,
+        )),
+        Some(current) => decide_report(current, key, report, now).unwrap_or_else(Decision::Refuse),
+    }
+}
+
+/// A controller's expectation (API section 3). A new pod UID resets a live row for the
+/// restarted pod; a frozen row keeps its result.
+pub(super) fn expect(
+    current: Option<&Row>,
+    key: &ResultKey,
+    expectation: &Expectation,
+    now: i64,
+) -> Decision {
+    let Some(current) = current else {
+        let mut row = Row::new(key, ResultState::Expected, now);
+        row.pod_name = Some(expectation.pod_name.clone());
+        row.pod_uid.clone_from(&expectation.pod_uid);
+        return Decision::Write(row);
+    };
+    if let Err(refusal) = check_workflow(current, key) {
+        return Decision::Refuse(refusal);
+    }
+    let new_pod = match (&expectation.pod_uid, &current.pod_uid) {
+        (Some(given), Some(bound)) => given != bound,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if !new_pod {
+        return Decision::Unchanged(current.clone());
+    }
+    if current.state.is_frozen() {
+        return Decision::Frozen(current.clone());
+    }
+    let mut row = Row::new(key, ResultState::Expected, now);
+    row.created_at = current.created_at;
+    row.created_revision = current.created_revision;
+    row.instance_id.clone_from(&current.instance_id);
+    row.pod_name = Some(expectation.pod_name.clone());
+    row.pod_uid.clone_from(&expectation.pod_uid);
+    Decision::Write(row)
+}
+
+/// The controller gives up on a node whose pod is gone. A completed result is kept, and
+/// the refusal carries it so the controller can use its outputs.
+pub(super) fn abandon(current: Option<&Row>, key: &ResultKey, reason: &str, now: i64) -> Decision {
+    let Some(current) = current else {
+        return Decision::Refuse(Refusal::NotFound {
+            node_id: key.node_id.clone(),
+        });
+    };
+    if let Err(refusal) = check_workflow(current, key) {
+        return Decision::Refuse(refusal);
+    }
+    match current.state {
+        ResultState::Abandoned => Decision::Unchanged(current.clone()),
+        ResultState::Completed => Decision::Frozen(current.clone()),
+        ResultState::Expected | ResultState::Reporting => {
+            let mut row = current.clone();
+            row.state = ResultState::Abandoned;
+            row.abandon_reason = Some(reason.to_owned());
+            row.updated_at = now;
+            Decision::Write(row)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> ResultKey {
+        ResultKey {
+            namespace: "argo".into(),
+            workflow: "wf".into(),
+            workflow_uid: "uid-1".into(),
+            node_id: "wf-1".into(),
+        }
+    }
+
+    fn report_from(pod_uid: &str, sequence: Option<i64>, is_final: bool, outputs: &str) -> Report {
+        Report {
+            pod_name: "wf-1".into(),
+            pod_uid: pod_uid.into(),
+            instance_id: None,
+            sequence,
+            is_final,
+            outputs: Some(outputs.into()),
+            progress: None,
+            phase: None,
+            message: None,
+        }
+    }
+
+    fn written(decision: Decision) -> Row {
+        match decision {
+            Decision::Write(row) => row,
+            other => panic!("expected a write, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_final_replay_with_other_key_order_is_unchanged() {
+        let stored = written(report(
+            None,
+            &key(),
+            &report_from("p1", Some(1), true, r#"{"a":1,"b":2}"#),
+            1,
+        ));
+        let replay = report_from("p1", Some(9), true, r#"{ "b": 2, "a": 1 }"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &replay, 2),
+            Decision::Unchanged(_)
+        ));
+        let other = report_from("p1", Some(9), true, r#"{"a":1}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &other, 2),
+            Decision::Frozen(_)
+        ));
+    }
+
+    #[test]
+    fn absent_fields_keep_stored_ones() {
+        let first = written(report(
+            None,
+            &key(),
+            &report_from("p1", Some(1), false, r#"{"x":1}"#),
+            1,
+        ));
+        let mut progress = report_from("p1", Some(2), false, "");
+        progress.outputs = None;
+        progress.progress = Some("1/2".into());
+        let next = written(report(Some(&first), &key(), &progress, 2));
+        assert_eq!(next.outputs.as_deref(), Some(r#"{"x":1}"#));
+        assert_eq!(next.progress.as_deref(), Some("1/2"));
+        assert_eq!(next.sequence, Some(2));
+    }
+
+    #[test]
+    fn an_expectation_for_a_new_pod_resets_a_live_row() {
+        let live = written(report(
+            None,
+            &key(),
+            &report_from("p1", Some(3), false, "{}"),
+            1,
+        ));
+        let restart = Expectation {
+            pod_name: "wf-1".into(),
+            pod_uid: Some("p2".into()),
+        };
+        let reset = written(expect(Some(&live), &key(), &restart, 2));
+        assert_eq!(reset.state, ResultState::Expected);
+        assert_eq!(reset.pod_uid.as_deref(), Some("p2"));
+        assert_eq!(reset.sequence, None);
+        assert_eq!(reset.outputs, None);
+        assert_eq!(reset.created_at, live.created_at);
+    }
+}

@@ -1,0 +1,31 @@
+//! Opening the SQLite file of the embedded default (one replica only).
+
+use std::time::Duration;
+
+use sqlx::AnyPool;
+use sqlx::Executor;
+use sqlx::any::AnyPoolOptions;
+
+use super::StoreResult;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+
+pub(super) async fn connect(path: &str, max_connections: u32) -> StoreResult<AnyPool> {
+    let pool = AnyPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(5))
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                // WAL lets readers go on beside the one writer; FULL makes every commit
+                // durable before the client hears of it; writers queue for up to 10 s.
+                conn.execute("PRAGMA journal_mode = WAL").await?;
+                conn.execute("PRAGMA synchronous = FULL").await?;
+                conn.execute("PRAGMA busy_timeout = 10000").await?;
+                Ok(())
+            })
+        })
+        .connect(&format!("sqlite://{path}?mode=rwc"))
+        .await?;
+    MIGRATOR.run(&pool).await?;
+    Ok(pool)
+}

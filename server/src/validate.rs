@@ -1,0 +1,275 @@
+//! The field rules of API.md section 2 and Kubernetes naming, checked before anything is
+//! stored. Each failure names the offending field by its JSON path.
+
+use argo_results_proto::{AbandonRequest, ClaimRequest, ExpectationRequest, ReportRequest};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// A field that breaks a rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {detail}")]
+pub struct FieldError {
+    pub field: String,
+    pub detail: String,
+}
+
+fn fail(field: impl Into<String>, detail: impl Into<String>) -> Result<(), FieldError> {
+    Err(FieldError {
+        field: field.into(),
+        detail: detail.into(),
+    })
+}
+
+/// Limits that the server's flags can raise.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub max_result_bytes: usize,
+}
+
+/// Node phases as Argo names them (`NodePhase`).
+const PHASES: [&str; 7] = [
+    "Pending",
+    "Running",
+    "Succeeded",
+    "Skipped",
+    "Failed",
+    "Error",
+    "Omitted",
+];
+
+fn is_label(part: &str) -> bool {
+    let bytes = part.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+}
+
+/// A DNS-1123 label: a namespace.
+pub fn dns_label(field: &str, value: &str) -> Result<(), FieldError> {
+    if is_label(value) {
+        Ok(())
+    } else {
+        fail(
+            field,
+            format!(
+                "{value:?} is not a DNS-1123 label (lowercase letters, digits and '-', at most 63)"
+            ),
+        )
+    }
+}
+
+/// A DNS-1123 subdomain: workflow, node ID, pod and cron workflow names.
+pub fn dns_subdomain(field: &str, value: &str) -> Result<(), FieldError> {
+    if value.len() <= 253 && value.split('.').all(is_label) {
+        Ok(())
+    } else {
+        fail(
+            field,
+            format!(
+                "{value:?} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most 253)"
+            ),
+        )
+    }
+}
+
+/// A Kubernetes UID: non-empty, at most 128 visible ASCII characters.
+pub fn uid(field: &str, value: &str) -> Result<(), FieldError> {
+    if !value.is_empty() && value.len() <= 128 && value.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        fail(field, "must be 1 to 128 visible ASCII characters")
+    }
+}
+
+fn progress(value: &str) -> Result<(), FieldError> {
+    let parsed = value
+        .split_once('/')
+        .and_then(|(n, m)| Some((n.parse::<u64>().ok()?, m.parse::<u64>().ok()?)));
+    match parsed {
+        Some((n, m)) if m > 0 && n <= m => Ok(()),
+        _ => fail(
+            "progress",
+            format!("{value:?} is not N/M with 0 <= N <= M and M > 0"),
+        ),
+    }
+}
+
+fn name_matches(name: &str, extra: &[u8]) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || extra.contains(&b))
+}
+
+fn named_items(outputs: &Value, key: &str, extra: &[u8], pattern: &str) -> Result<(), FieldError> {
+    let Some(items) = outputs.get(key) else {
+        return Ok(());
+    };
+    let Some(items) = items.as_array() else {
+        return fail(format!("outputs.{key}"), "must be an array");
+    };
+    for (i, item) in items.iter().enumerate() {
+        match item.get("name").and_then(Value::as_str) {
+            Some(name) if name_matches(name, extra) => {}
+            Some(name) => {
+                return fail(
+                    format!("outputs.{key}[{i}].name"),
+                    format!("{name:?} does not match {pattern}"),
+                );
+            }
+            None => return fail(format!("outputs.{key}[{i}].name"), "is required"),
+        }
+    }
+    Ok(())
+}
+
+/// Argo's `Outputs`: an object whose parameters and artifacts carry valid names and whose
+/// `result` fits the limit. Other fields pass through untouched.
+fn outputs(raw: &RawValue, limits: &Limits) -> Result<(), FieldError> {
+    let Ok(value) = serde_json::from_str::<Value>(raw.get()) else {
+        return fail("outputs", "is not valid JSON");
+    };
+    if !value.is_object() {
+        return fail("outputs", "must be an object");
+    }
+    named_items(&value, "parameters", b"", "^[-a-zA-Z0-9_]+$")?;
+    named_items(&value, "artifacts", b"{}.", "^[-a-zA-Z0-9_{}.]+$")?;
+    match value.get("result") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(result)) if result.len() <= limits.max_result_bytes => {}
+        Some(Value::String(result)) => {
+            return fail(
+                "outputs.result",
+                format!(
+                    "is {} bytes; the limit is {} (--max-result-bytes)",
+                    result.len(),
+                    limits.max_result_bytes
+                ),
+            );
+        }
+        Some(_) => return fail("outputs.result", "must be a string"),
+    }
+    match value.get("exitCode") {
+        None | Some(Value::Null | Value::String(_)) => Ok(()),
+        Some(_) => fail("outputs.exitCode", "must be a string"),
+    }
+}
+
+pub fn report(body: &ReportRequest, limits: &Limits) -> Result<(), FieldError> {
+    uid("workflowUid", &body.workflow_uid)?;
+    dns_subdomain("podName", &body.pod_name)?;
+    uid("podUid", &body.pod_uid)?;
+    if let Some(instance_id) = &body.instance_id {
+        dns_subdomain("instanceId", instance_id)?;
+    }
+    if let Some(sequence) = body.sequence
+        && sequence < 1
+    {
+        return fail("sequence", "must be at least 1");
+    }
+    if let Some(value) = &body.progress {
+        progress(value)?;
+    }
+    if let Some(phase) = &body.phase
+        && !PHASES.contains(&phase.as_str())
+    {
+        return fail("phase", format!("{phase:?} is not one of {PHASES:?}"));
+    }
+    if let Some(raw) = &body.outputs {
+        outputs(raw, limits)?;
+    }
+    Ok(())
+}
+
+pub fn expectation(body: &ExpectationRequest) -> Result<(), FieldError> {
+    uid("workflowUid", &body.workflow_uid)?;
+    dns_subdomain("podName", &body.pod_name)?;
+    match &body.pod_uid {
+        Some(pod_uid) => uid("podUid", pod_uid),
+        None => Ok(()),
+    }
+}
+
+pub fn abandon(body: &AbandonRequest) -> Result<(), FieldError> {
+    uid("workflowUid", &body.workflow_uid)?;
+    if body.reason.trim().is_empty() || body.reason.len() > 1024 {
+        return fail("reason", "must be 1 to 1024 characters");
+    }
+    Ok(())
+}
+
+/// Checks a claim and returns its scheduled time in Unix milliseconds.
+pub fn claim(body: &ClaimRequest) -> Result<i64, FieldError> {
+    uid("cronWorkflowUid", &body.cron_workflow_uid)?;
+    dns_subdomain("workflowName", &body.workflow_name)?;
+    crate::clock::parse_rfc3339_millis(&body.scheduled_time).ok_or_else(|| FieldError {
+        field: "scheduledTime".into(),
+        detail: format!(
+            "{:?} is not an RFC 3339 time such as 2026-11-29T17:00:00Z",
+            body.scheduled_time
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_body_bytes: 1 << 20,
+        max_result_bytes: 16,
+    };
+
+    fn field_of(outputs: &str) -> Option<String> {
+        let raw = RawValue::from_string(outputs.to_owned()).expect("json");
+        super::outputs(&raw, &LIMITS).err().map(|e| e.field)
+    }
+
+    #[test]
+    fn names_follow_dns_1123() {
+        assert!(dns_label("namespace", "argo-1").is_ok());
+        assert!(dns_label("namespace", "Argo").is_err());
+        assert!(dns_label("namespace", "-argo").is_err());
+        assert!(dns_label("namespace", &"a".repeat(64)).is_err());
+        assert!(dns_subdomain("workflow", "etl-x7k2p.v2").is_ok());
+        assert!(dns_subdomain("workflow", "etl..x").is_err());
+        assert!(dns_subdomain("workflow", "").is_err());
+    }
+
+    #[test]
+    fn progress_is_n_of_m() {
+        assert!(progress("0/1").is_ok());
+        assert!(progress("10/10").is_ok());
+        assert!(progress("11/10").is_err());
+        assert!(progress("0/0").is_err());
+        assert!(progress("1/x").is_err());
+        assert!(progress("-1/2").is_err());
+    }
+
+    #[test]
+    fn outputs_errors_name_the_json_path() {
+        assert_eq!(field_of(r#"{"parameters":[{"name":"ok"}]}"#), None);
+        assert_eq!(
+            field_of(r#"{"parameters":[{"name":"ok"},{"name":"no way"}]}"#),
+            Some("outputs.parameters[1].name".into())
+        );
+        assert_eq!(
+            field_of(r#"{"artifacts":[{"name":"a.{b}"},{"path":"/x"}]}"#),
+            Some("outputs.artifacts[1].name".into())
+        );
+        assert_eq!(
+            field_of(r#"{"result":"this is longer than sixteen bytes"}"#),
+            Some("outputs.result".into())
+        );
+        assert_eq!(field_of("[]"), Some("outputs".into()));
+        assert_eq!(
+            field_of(r#"{"exitCode":0}"#),
+            Some("outputs.exitCode".into())
+        );
+    }
+}
