@@ -5,7 +5,7 @@ use crate::NodeResult;
 /// One change of the feed, in revision order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(tag = "type", rename_all = "lowercase")]
+#[serde(tag = "type", rename_all = "lowercase", try_from = "WireItem")]
 pub enum FeedItem {
     /// A result was created or changed; `result` is its state at `revision`.
     Upserted {
@@ -37,4 +37,55 @@ impl FeedItem {
 pub struct FeedPage {
     pub items: Vec<FeedItem>,
     pub revision: i64,
+}
+
+/// A feed item as read. Serde cannot read `outputs` (raw JSON text) through an internally
+/// tagged enum, which buffers its content, so items are read flat and then checked.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireItem {
+    #[serde(rename = "type")]
+    kind: String,
+    revision: i64,
+    result: Option<Box<NodeResult>>,
+    namespace: Option<String>,
+    workflow: Option<String>,
+    workflow_uid: Option<String>,
+    node_id: Option<String>,
+}
+
+impl TryFrom<WireItem> for FeedItem {
+    type Error = String;
+
+    fn try_from(item: WireItem) -> Result<Self, String> {
+        let kind = item.kind.clone();
+        match (kind.as_str(), item) {
+            (
+                "upserted",
+                WireItem {
+                    revision,
+                    result: Some(result),
+                    ..
+                },
+            ) => Ok(FeedItem::Upserted { revision, result }),
+            (
+                "deleted",
+                WireItem {
+                    revision,
+                    namespace: Some(namespace),
+                    workflow: Some(workflow),
+                    workflow_uid: Some(workflow_uid),
+                    node_id: Some(node_id),
+                    ..
+                },
+            ) => Ok(FeedItem::Deleted {
+                revision,
+                namespace,
+                workflow,
+                workflow_uid,
+                node_id,
+            }),
+            (kind, _) => Err(format!("feed item of type {kind:?} lacks its fields")),
+        }
+    }
 }

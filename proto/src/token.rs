@@ -4,6 +4,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::{Deserialize, Serialize};
 
@@ -124,4 +128,33 @@ pub fn mint(
     let mut header = Header::new(Algorithm::ES256);
     header.kid = Some(kid.to_owned());
     jsonwebtoken::encode(&header, claims, &key)
+}
+
+/// Wraps DER bytes in PEM armour, e.g. `label` = `PRIVATE KEY` for PKCS#8.
+pub fn pem_encode(label: &str, der: &[u8]) -> String {
+    let encoded = STANDARD.encode(der);
+    let mut pem = format!("-----BEGIN {label}-----\n");
+    for line in encoded.as_bytes().chunks(64) {
+        pem.push_str(&String::from_utf8_lossy(line));
+        pem.push('\n');
+    }
+    pem.push_str(&format!("-----END {label}-----\n"));
+    pem
+}
+
+/// A new EC P-256 private key in PKCS#8 PEM, for ES256.
+pub fn generate_es256_key() -> Result<String, aws_lc_rs::error::Unspecified> {
+    let document = EcdsaKeyPair::generate_pkcs8(
+        &ECDSA_P256_SHA256_FIXED_SIGNING,
+        &aws_lc_rs::rand::SystemRandom::new(),
+    )?;
+    Ok(pem_encode("PRIVATE KEY", document.as_ref()))
+}
+
+/// The public JWK of an EC P-256 private key in PKCS#8 PEM, named `kid`.
+pub fn es256_public_jwk(key_pem: &[u8], kid: &str) -> Result<Jwk, jsonwebtoken::errors::Error> {
+    let key = EncodingKey::from_ec_pem(key_pem)?;
+    let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES256)?;
+    jwk.common.key_id = Some(kid.to_owned());
+    Ok(jwk)
 }

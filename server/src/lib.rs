@@ -142,10 +142,11 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             source,
         })?;
     let addr = listener.local_addr().map_err(StartError::Serve)?;
-    println!("argo-results-server listening on http://{addr}");
     if let Some(dev) = &dev {
         print!("{}", dev_banner(dev, &config.audience, addr)?);
     }
+    // Printed last: once it is out, the server is ready and all else was said.
+    println!("argo-results-server listening on http://{addr}");
     axum::serve(listener, http::router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await

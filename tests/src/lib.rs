@@ -1,1 +1,12 @@
-//! End-to-end tests of argo-results: the real server binary, real Postgres and SQLite.
+//! End-to-end tests of argo-results: the real server binary, over real HTTP, against a real
+//! Postgres and a real SQLite file.
+//!
+//! The binaries are those that `cargo test --workspace` builds beside the test executables.
+//! Postgres is `postgres://postgres@127.0.0.1:5432/test` unless `ARGO_RESULTS_TEST_POSTGRES`
+//! names another; each server gets a schema of its own.
+
+pub mod fixtures;
+pub mod server;
+pub mod tokens;
+
+pub use server::{Backend, TestServer};

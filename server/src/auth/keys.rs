@@ -72,7 +72,10 @@ fn algorithm_of(jwk: &Jwk) -> Result<Algorithm, String> {
 impl KeySet {
     /// Trusts every key of a JWKS document.
     pub fn from_jwks(text: &str, expect: &Expectations) -> Result<Self, KeyError> {
-        let set: JwkSet = serde_json::from_str(text)?;
+        Self::from_jwk_set(&serde_json::from_str(text)?, expect)
+    }
+
+    pub fn from_jwk_set(set: &JwkSet, expect: &Expectations) -> Result<Self, KeyError> {
         let keys = set
             .keys
             .iter()
@@ -91,22 +94,6 @@ impl KeySet {
             return Err(KeyError::Empty);
         }
         Ok(KeySet { keys })
-    }
-
-    /// Trusts one EC P-256 public key given by its coordinates (base64url).
-    pub fn from_p256(kid: &str, x: &str, y: &str, expect: &Expectations) -> Result<Self, KeyError> {
-        let key = DecodingKey::from_ec_components(x, y).map_err(|e| KeyError::Refused {
-            kid: Some(kid.to_owned()),
-            detail: e.to_string(),
-        })?;
-        Ok(KeySet {
-            keys: vec![TrustedKey::new(
-                Some(kid.to_owned()),
-                Algorithm::ES256,
-                key,
-                expect,
-            )],
-        })
     }
 
     /// Verifies signature, algorithm, `exp`, `nbf`, `iss`, `aud` and the presence of `sub`

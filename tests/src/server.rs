@@ -1,0 +1,333 @@
+//! Starting the real server binary for one test, on a fresh database.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use argo_results_client::Client;
+use sqlx::AnyPool;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::tokens::{self, CONTROLLER, ISSUER, READER};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+/// A binary of the workspace, built by `cargo test --workspace` next to the test executable.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with `cargo test --workspace`, which builds it",
+        path.display()
+    );
+    path
+}
+
+fn postgres_url() -> String {
+    std::env::var("ARGO_RESULTS_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+fn unique(prefix: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A scratch directory removed when dropped.
+#[derive(Debug)]
+pub struct ScratchDir(pub PathBuf);
+
+impl ScratchDir {
+    pub fn new() -> Self {
+        let path = std::env::temp_dir().join(unique("argo-results-test"));
+        std::fs::create_dir_all(&path).expect("scratch dir");
+        ScratchDir(path)
+    }
+}
+
+impl Default for ScratchDir {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running server process.
+#[derive(Debug)]
+pub struct TestServer {
+    child: Child,
+    url: String,
+    /// What the server printed on stdout.
+    stdout: Arc<Mutex<String>>,
+    database_url: String,
+    schema: Option<String>,
+    pub backend: Backend,
+    /// Shared so that a test can start another server on the same files.
+    pub dir: Arc<ScratchDir>,
+}
+
+impl TestServer {
+    /// A server on `backend` trusting the test keys, with the test controller and reader.
+    pub async fn start(backend: Backend) -> Self {
+        Self::start_with(backend, &[]).await
+    }
+
+    /// As [`TestServer::start`], with more flags.
+    pub async fn start_with(backend: Backend, flags: &[&str]) -> Self {
+        sqlx::any::install_default_drivers();
+        let dir = Arc::new(ScratchDir::new());
+        let jwks = dir.0.join("jwks.json");
+        std::fs::write(&jwks, &tokens::keys().jwks).expect("write JWKS");
+        let (database_url, schema) = match backend {
+            Backend::Sqlite => (
+                format!("sqlite://{}", dir.0.join("results.db").display()),
+                None,
+            ),
+            Backend::Postgres => {
+                let schema = unique("t");
+                let admin = AnyPool::connect(&postgres_url())
+                    .await
+                    .expect("Postgres is not reachable");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+                    .execute(&admin)
+                    .await
+                    .expect("create schema");
+                admin.close().await;
+                let separator = if postgres_url().contains('?') {
+                    '&'
+                } else {
+                    '?'
+                };
+                let url = format!(
+                    "{}{separator}options=-csearch_path%3D{schema}",
+                    postgres_url()
+                );
+                (url, Some(schema))
+            }
+        };
+        let mut command = Command::new(binary("argo-results-server"));
+        command
+            .args(["--listen", "127.0.0.1:0", "--database-url", &database_url])
+            .arg("--data-dir")
+            .arg(&dir.0)
+            .arg("--jwks-file")
+            .arg(&jwks)
+            .args([
+                "--issuer",
+                ISSUER,
+                "--controller",
+                CONTROLLER,
+                "--reader",
+                READER,
+            ])
+            .args(flags);
+        Self::launch(command, backend, dir, database_url, schema).await
+    }
+
+    /// Runs `command` (the server binary with its flags) and waits until it listens.
+    pub async fn launch(
+        mut command: Command,
+        backend: Backend,
+        dir: Arc<ScratchDir>,
+        database_url: String,
+        schema: Option<String>,
+    ) -> Self {
+        sqlx::any::install_default_drivers();
+        let log = std::fs::File::create(dir.0.join("server.log")).expect("server log");
+        let mut child = command
+            .env_remove("DATABASE_URL")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start argo-results-server");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let wait_for_address = async {
+            while let Some(line) = lines.next_line().await.expect("read stdout") {
+                stdout
+                    .lock()
+                    .expect("stdout")
+                    .push_str(&format!("{line}\n"));
+                if let Some(url) = line.strip_prefix("argo-results-server listening on ") {
+                    return Some(url.to_owned());
+                }
+            }
+            None
+        };
+        let url = tokio::time::timeout(Duration::from_secs(30), wait_for_address)
+            .await
+            .ok()
+            .flatten();
+        let Some(url) = url else {
+            let log = std::fs::read_to_string(dir.0.join("server.log")).unwrap_or_default();
+            panic!("the server did not start; its log:\n{log}");
+        };
+        let captured = Arc::clone(&stdout);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                captured
+                    .lock()
+                    .expect("stdout")
+                    .push_str(&format!("{line}\n"));
+            }
+        });
+        TestServer {
+            child,
+            url,
+            stdout,
+            database_url,
+            schema,
+            backend,
+            dir,
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Everything the server printed on stdout so far.
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().expect("stdout").clone()
+    }
+
+    /// Everything the server logged (stderr) so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.0.join("server.log")).unwrap_or_default()
+    }
+
+    pub fn client(&self, token: Option<String>) -> Client {
+        Client::new(&self.url, token).expect("client")
+    }
+
+    pub fn controller(&self) -> Client {
+        self.client(Some(tokens::user_token(CONTROLLER)))
+    }
+
+    pub fn reader(&self) -> Client {
+        self.client(Some(tokens::user_token(READER)))
+    }
+
+    /// The wait container of pod `pod_name` in `namespace`.
+    pub fn pod(&self, namespace: &str, pod_name: &str, pod_uid: &str) -> Client {
+        self.client(Some(tokens::pod_token(namespace, pod_name, pod_uid)))
+    }
+
+    /// The server's database, to check what was stored.
+    pub async fn db(&self) -> AnyPool {
+        AnyPool::connect(&self.database_url)
+            .await
+            .expect("connect to the store")
+    }
+
+    /// One integer from the store, e.g. `SELECT COUNT(*) FROM results`.
+    pub async fn count(&self, sql: &str) -> i64 {
+        let db = self.db().await;
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+            .fetch_one(&db)
+            .await
+            .expect("count");
+        db.close().await;
+        n
+    }
+
+    /// Stops the server now (as a crash would).
+    pub async fn kill(&mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        let Some(schema) = self.schema.take() else {
+            return;
+        };
+        // Drop runs outside any async context we may block, so the schema goes on a thread.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            if let Ok(runtime) = runtime {
+                runtime.block_on(async {
+                    if let Ok(admin) = AnyPool::connect(&postgres_url()).await {
+                        let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
+                        let _ = sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&admin).await;
+                        admin.close().await;
+                    }
+                });
+            }
+        })
+        .join();
+    }
+}
+
+/// A raw answer: status, headers and body as JSON (or `null` when not JSON).
+#[derive(Debug)]
+pub struct Raw {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+    pub json: serde_json::Value,
+}
+
+impl TestServer {
+    /// Sends exactly what a test wants, for bodies and headers the typed client never sends.
+    pub async fn raw(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        content_type: Option<&str>,
+        body: impl Into<reqwest::Body>,
+    ) -> Raw {
+        let mut request = reqwest::Client::new().request(method, format!("{}{path}", self.url));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(content_type) = content_type {
+            request = request.header(reqwest::header::CONTENT_TYPE, content_type);
+        }
+        let response = request.body(body).send().await.expect("send");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body");
+        let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        Raw {
+            status,
+            headers,
+            text,
+            json,
+        }
+    }
+
+    /// `GET path` with `token`.
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Raw {
+        self.raw(reqwest::Method::GET, path, token, None, Vec::new())
+            .await
+    }
+}

@@ -1,0 +1,267 @@
+//! API section 7: each applicable error code, and that nothing was written.
+
+use argo_results_tests::fixtures::{NS, UID, WF, step};
+use argo_results_tests::tokens::{self, CONTROLLER};
+use argo_results_tests::{Backend, TestServer};
+use reqwest::Method;
+
+on_both_backends!(
+    unreadable_bodies_are_400,
+    unknown_fields_and_protocol_versions_are_400,
+    bad_parameters_are_400,
+    broken_field_rules_are_422_naming_the_field,
+    oversized_bodies_are_413,
+    non_json_bodies_are_415,
+    unknown_routes_are_404_problems,
+);
+
+const JSON: Option<&str> = Some("application/json");
+
+fn result_path(node_id: &str) -> String {
+    format!("/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{node_id}/result")
+}
+
+/// A valid report body of step 1, as JSON, for tests to break.
+fn valid_report() -> serde_json::Value {
+    serde_json::to_value(step(1).report(Some(1), true, Some(r#"{"parameters":[]}"#))).expect("json")
+}
+
+fn pod_token() -> String {
+    let s = step(1);
+    tokens::pod_token(NS, &s.pod_name, &s.pod_uid)
+}
+
+/// Sends `body` as step 1's report and checks status, code and `field`.
+async fn refused(server: &TestServer, body: &str, status: u16, code: &str, field: Option<&str>) {
+    let answer = server
+        .raw(
+            Method::PUT,
+            &result_path(&step(1).node_id),
+            Some(&pod_token()),
+            JSON,
+            body.to_owned(),
+        )
+        .await;
+    assert_eq!(answer.status, status, "{body:.200}: {}", answer.text);
+    assert_eq!(answer.json["code"], code, "{body:.200}");
+    assert_eq!(answer.json["field"].as_str(), field, "{body:.200}");
+    assert_eq!(
+        answer
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/problem+json")
+    );
+    assert_nothing_written(server).await;
+}
+
+async fn assert_nothing_written(server: &TestServer) {
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 0);
+    assert_eq!(server.count("SELECT COUNT(*) FROM changes").await, 0);
+    assert_eq!(server.count("SELECT revision FROM store_state").await, 0);
+}
+
+async fn unreadable_bodies_are_400(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    for body in ["", "{", "[1,2]", "\"text\"", "{\"protocolVersion\":1,}"] {
+        refused(&server, body, 400, "invalid_json", None).await;
+    }
+}
+
+async fn unknown_fields_and_protocol_versions_are_400(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let mut body = valid_report();
+    body["completed"] = true.into();
+    refused(
+        &server,
+        &body.to_string(),
+        400,
+        "unknown_field",
+        Some("completed"),
+    )
+    .await;
+    let mut body = valid_report();
+    body["protocolVersion"] = 2.into();
+    refused(
+        &server,
+        &body.to_string(),
+        400,
+        "unsupported_protocol_version",
+        Some("protocolVersion"),
+    )
+    .await;
+}
+
+async fn bad_parameters_are_400(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let answer = server
+        .raw(
+            Method::PUT,
+            &format!(
+                "/api/v1/namespaces/Not_A_Namespace/workflows/{WF}/nodes/{}/result",
+                step(1).node_id
+            ),
+            Some(&pod_token()),
+            JSON,
+            valid_report().to_string(),
+        )
+        .await;
+    assert_eq!(
+        (answer.status, answer.json["code"].as_str()),
+        (400, Some("invalid_parameter"))
+    );
+    assert_eq!(answer.json["field"], "namespace");
+    let reader = tokens::user_token(tokens::READER);
+    for (query, field) in [
+        ("limit=0", "limit"),
+        ("limit=many", ""),
+        ("state=done", "state"),
+        ("continue=not-a-token", "continue"),
+    ] {
+        let path = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results?{query}");
+        let answer = server.get(&path, Some(&reader)).await;
+        assert_eq!(
+            (answer.status, answer.json["code"].as_str()),
+            (400, Some("invalid_parameter")),
+            "{query}"
+        );
+        if !field.is_empty() {
+            assert_eq!(answer.json["field"], field, "{query}");
+        }
+    }
+    let answer = server.get("/api/v1/results?since=-1", Some(&reader)).await;
+    assert_eq!(answer.status, 400);
+    let answer = server
+        .get(
+            "/api/v1/results?timeoutSeconds=100000&watch=true",
+            Some(&reader),
+        )
+        .await;
+    assert_eq!(answer.status, 400);
+    assert_nothing_written(&server).await;
+}
+
+async fn broken_field_rules_are_422_naming_the_field(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let cases: Vec<(&str, serde_json::Value, &str)> = vec![
+        ("progress", "11/10".into(), "progress"),
+        ("progress", "3".into(), "progress"),
+        ("sequence", 0.into(), "sequence"),
+        ("sequence", "one".into(), "sequence"),
+        ("phase", "succeeded".into(), "phase"),
+        ("final", "yes".into(), "final"),
+        ("podUid", "".into(), "podUid"),
+        ("workflowUid", serde_json::Value::Null, "workflowUid"),
+        ("outputs", serde_json::json!([1]), "outputs"),
+        (
+            "outputs",
+            serde_json::json!({"parameters": [{"name": "ok"}, {"name": "not ok"}]}),
+            "outputs.parameters[1].name",
+        ),
+        (
+            "outputs",
+            serde_json::json!({"artifacts": [{"path": "/tmp/x"}]}),
+            "outputs.artifacts[0].name",
+        ),
+        (
+            "outputs",
+            serde_json::json!({"result": "x".repeat(256 * 1024 + 1)}),
+            "outputs.result",
+        ),
+    ];
+    for (key, value, field) in cases {
+        let mut body = valid_report();
+        body[key] = value;
+        refused(
+            &server,
+            &body.to_string(),
+            422,
+            "invalid_field",
+            Some(field),
+        )
+        .await;
+    }
+    let mut missing = valid_report();
+    missing.as_object_mut().expect("object").remove("podUid");
+    refused(
+        &server,
+        &missing.to_string(),
+        422,
+        "invalid_field",
+        Some("podUid"),
+    )
+    .await;
+}
+
+async fn oversized_bodies_are_413(backend: Backend) {
+    let server = TestServer::start_with(backend, &["--max-body-bytes", "2048"]).await;
+    let mut body = valid_report();
+    body["message"] = "m".repeat(4096).into();
+    refused(&server, &body.to_string(), 413, "payload_too_large", None).await;
+    // A chunked body declares no length; it is cut at the limit all the same.
+    let answer = chunked_put(&server, &result_path(&step(1).node_id), &body.to_string()).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("payload_too_large"), "{answer}");
+    assert_nothing_written(&server).await;
+}
+
+/// A PUT with `Transfer-Encoding: chunked`, written by hand; returns the raw answer.
+async fn chunked_put(server: &TestServer, path: &str, body: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = server.url().trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "PUT {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+         {:x}\r\n{body}\r\n0\r\n\r\n",
+        pod_token(),
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer).await;
+    answer
+}
+
+async fn non_json_bodies_are_415(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    for content_type in [
+        None,
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+    ] {
+        let answer = server
+            .raw(
+                Method::PUT,
+                &result_path(&step(1).node_id),
+                Some(&pod_token()),
+                content_type,
+                valid_report().to_string(),
+            )
+            .await;
+        assert_eq!(answer.status, 415, "{content_type:?}");
+        assert_eq!(answer.json["code"], "unsupported_media_type");
+    }
+    let controller = tokens::user_token(CONTROLLER);
+    let answer = server
+        .raw(
+            Method::POST,
+            &format!("/api/v1/namespaces/{NS}/cronworkflows/nightly/runs"),
+            Some(&controller),
+            Some("text/xml"),
+            format!(r#"{{"cronWorkflowUid":"{UID}","scheduledTime":"2026-11-29T17:00:00Z","workflowName":"n"}}"#),
+        )
+        .await;
+    assert_eq!(answer.status, 415);
+    assert_nothing_written(&server).await;
+    assert_eq!(server.count("SELECT COUNT(*) FROM cron_claims").await, 0);
+}
+
+async fn unknown_routes_are_404_problems(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let answer = server
+        .get("/api/v1/nothing", Some(&tokens::user_token(CONTROLLER)))
+        .await;
+    assert_eq!(answer.status, 404);
+    assert_eq!(answer.json["code"], "not_found");
+}

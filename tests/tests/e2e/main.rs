@@ -1,0 +1,35 @@
+//! The contract suite: every rule of docs/api.md, against the real server binary, once on
+//! Postgres and once on SQLite (`<module>::postgres::<case>` and `<module>::sqlite::<case>`).
+
+/// Runs each listed `async fn case(Backend)` of the enclosing module on both backends.
+macro_rules! on_both_backends {
+    ($($case:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(argo_results_tests::Backend::Postgres).await
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(argo_results_tests::Backend::Sqlite).await
+                }
+            )*
+        }
+    };
+}
+
+mod auth;
+mod bad_input;
+mod concurrency;
+mod controller;
+mod cron;
+mod embedded;
+mod feed;
+mod openapi;
+mod reads;
+mod report;
