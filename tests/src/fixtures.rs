@@ -1,7 +1,8 @@
 //! The workflow the tests play with, shaped like Argo's: node IDs `<workflow>-<hash>`,
 //! v2 pod names `<workflow>-<template>-<hash>`, real-looking outputs.
 
-use argo_results_proto::{ExpectationRequest, PROTOCOL_VERSION, ReportRequest};
+use argo_results_client::{Answer, Client, ClientError};
+use argo_results_proto::{ExpectationRequest, NodeResult, PROTOCOL_VERSION, ReportRequest};
 use serde_json::value::RawValue;
 
 pub const NS: &str = "argo";
@@ -72,4 +73,36 @@ pub fn outputs(i: u32) -> String {
     format!(
         r#"{{"parameters":[{{"name":"row-count","value":"{i}","valueFrom":{{"path":"/tmp/row-count"}}}}],"artifacts":[{{"name":"report","path":"/tmp/report.csv","s3":{{"key":"{WF}/{WF}-extract-{i}/report.tgz"}}}}]}}"#
     )
+}
+
+impl crate::TestServer {
+    /// The wait container of `step`'s pod.
+    pub fn pod_of(&self, step: &Step) -> Client {
+        self.pod(NS, &step.pod_name, &step.pod_uid)
+    }
+
+    /// `step`'s pod reports `report` for its node of [`WF`].
+    pub async fn send(
+        &self,
+        step: &Step,
+        report: &ReportRequest,
+    ) -> Result<Answer<NodeResult>, ClientError> {
+        self.pod_of(step)
+            .report(NS, WF, &step.node_id, report)
+            .await
+    }
+
+    /// `step`'s pod completes its node with [`outputs`]`(i)`.
+    pub async fn complete(&self, step: &Step, i: u32) -> Answer<NodeResult> {
+        let report = step.report(Some(1), true, Some(&outputs(i)));
+        self.send(step, &report).await.expect("final report")
+    }
+
+    /// The controller registers `step`'s pod as the one whose result it awaits.
+    pub async fn register(&self, step: &Step) -> Answer<NodeResult> {
+        self.controller()
+            .expect(NS, WF, &step.node_id, &step.expectation())
+            .await
+            .expect("expectation")
+    }
 }

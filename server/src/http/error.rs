@@ -85,7 +85,8 @@ impl IntoResponse for ApiError {
             current: self.current,
             revision: None,
         };
-        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let mut body = serde_json::to_vec(&problem).unwrap_or_default();
+        body.push(b'\n');
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(

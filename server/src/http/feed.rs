@@ -46,7 +46,7 @@ fn page(chunk: FeedChunk) -> Response {
     body.push_str(&chunk.items.join(","));
     body.push_str("],\"revision\":");
     body.push_str(&chunk.revision.to_string());
-    body.push('}');
+    body.push_str("}\n");
     let mut response = (StatusCode::OK, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

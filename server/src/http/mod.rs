@@ -39,7 +39,9 @@ pub struct AppState {
 
 fn json(status: StatusCode, value: &impl Serialize) -> Response {
     match serde_json::to_vec(value) {
-        Ok(body) => {
+        Ok(mut body) => {
+            // A final newline keeps curl output readable; JSON readers ignore it.
+            body.push(b'\n');
             let mut response = (status, body).into_response();
             response.headers_mut().insert(
                 header::CONTENT_TYPE,

@@ -38,11 +38,7 @@ async fn whoami_names_each_kind_of_caller(backend: Backend) {
         [Role::Reader]
     );
     let s = step(1);
-    let pod = server
-        .pod(NS, &s.pod_name, &s.pod_uid)
-        .whoami()
-        .await
-        .expect("pod");
+    let pod = server.pod_of(&s).whoami().await.expect("pod");
     assert_eq!(pod.roles, [Role::Pod]);
     assert_eq!(pod.namespace.as_deref(), Some(NS));
     assert_eq!(pod.subject, "system:serviceaccount:argo:default");
@@ -173,7 +169,7 @@ async fn time_audience_issuer_and_algorithm_are_checked(backend: Backend) {
 async fn roles_limit_what_each_caller_may_do(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     let forbidden = |result: Result<_, argo_results_client::ClientError>| {
         assert_eq!(
             result.err().and_then(|e| e.code()),
@@ -228,7 +224,7 @@ async fn a_pod_may_write_only_its_own_node(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
     let mine = s.report(Some(1), true, Some(&outputs(1)));
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     let attempts = [
         (
             "another namespace",

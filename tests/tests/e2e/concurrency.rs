@@ -12,7 +12,7 @@ on_both_backends!(
 async fn sixteen_identical_final_reports_store_once(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     let report = s.report(Some(1), true, Some(&outputs(1)));
     let tasks: Vec<_> = (0..16)
         .map(|_| {

@@ -53,14 +53,10 @@ async fn expectation_registers_an_expected_result(backend: Backend) {
 async fn expectation_binds_the_pod(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    server
-        .controller()
-        .expect(NS, WF, &s.node_id, &s.expectation())
-        .await
-        .expect("expect");
+    server.register(&s).await;
     let other = s.restarted();
     let error = server
-        .pod(NS, &other.pod_name, &other.pod_uid)
+        .pod_of(&other)
         .report(
             NS,
             WF,
@@ -70,16 +66,7 @@ async fn expectation_binds_the_pod(backend: Backend) {
         .await
         .expect_err("unregistered pod");
     assert_eq!(error.code(), Some(ProblemCode::PodMismatch));
-    let answer = server
-        .pod(NS, &s.pod_name, &s.pod_uid)
-        .report(
-            NS,
-            WF,
-            &s.node_id,
-            &s.report(Some(1), true, Some(&outputs(1))),
-        )
-        .await
-        .expect("registered pod");
+    let answer = server.complete(&s, 1).await;
     assert_eq!(answer.status, 200, "the row existed since the expectation");
     assert_eq!(answer.body.state, ResultState::Completed);
 }
@@ -87,7 +74,7 @@ async fn expectation_binds_the_pod(backend: Backend) {
 async fn expectation_for_a_new_pod_resets_a_live_result(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let old_pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let old_pod = server.pod_of(&s);
     old_pod
         .report(
             NS,
@@ -123,7 +110,7 @@ async fn expectation_for_a_new_pod_resets_a_live_result(backend: Backend) {
         .expect_err("the old pod's late write");
     assert_eq!(late.code(), Some(ProblemCode::PodMismatch));
     let answer = server
-        .pod(NS, &restarted.pod_name, &restarted.pod_uid)
+        .pod_of(&restarted)
         .report(
             NS,
             WF,
@@ -141,26 +128,14 @@ async fn expectation_for_a_new_pod_resets_a_live_result(backend: Backend) {
 async fn expectation_cannot_move_a_frozen_result(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let done = server
-        .pod(NS, &s.pod_name, &s.pod_uid)
-        .report(
-            NS,
-            WF,
-            &s.node_id,
-            &s.report(Some(1), true, Some(&outputs(1))),
-        )
-        .await
-        .expect("final");
+    let done = server.complete(&s, 1).await;
     let controller = server.controller();
     let error = controller
         .expect(NS, WF, &s.node_id, &s.restarted().expectation())
         .await
         .expect_err("frozen");
     assert_eq!(error.code(), Some(ProblemCode::AlreadyCompleted));
-    let same = controller
-        .expect(NS, WF, &s.node_id, &s.expectation())
-        .await
-        .expect("same pod");
+    let same = server.register(&s).await;
     assert_eq!(same.status, 200);
     assert_eq!(same.body.revision, done.body.revision);
     assert_eq!(same.body.state, ResultState::Completed);
@@ -170,10 +145,7 @@ async fn abandon_freezes_a_pending_result(backend: Backend) {
     let server = TestServer::start(backend).await;
     let controller = server.controller();
     let s = step(1);
-    controller
-        .expect(NS, WF, &s.node_id, &s.expectation())
-        .await
-        .expect("expect");
+    server.register(&s).await;
     let abandoned = controller
         .abandon(NS, WF, &s.node_id, &abandon_body())
         .await
@@ -186,13 +158,7 @@ async fn abandon_freezes_a_pending_result(backend: Backend) {
         .expect("again");
     assert_eq!(again.revision, abandoned.revision);
     let late = server
-        .pod(NS, &s.pod_name, &s.pod_uid)
-        .report(
-            NS,
-            WF,
-            &s.node_id,
-            &s.report(Some(1), true, Some(&outputs(1))),
-        )
+        .send(&s, &s.report(Some(1), true, Some(&outputs(1))))
         .await
         .expect_err("late report");
     assert_eq!(late.code(), Some(ProblemCode::AlreadyCompleted));
@@ -207,16 +173,7 @@ async fn abandon_freezes_a_pending_result(backend: Backend) {
 async fn abandon_of_a_completed_result_returns_its_outputs(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    server
-        .pod(NS, &s.pod_name, &s.pod_uid)
-        .report(
-            NS,
-            WF,
-            &s.node_id,
-            &s.report(Some(1), true, Some(&outputs(1))),
-        )
-        .await
-        .expect("final");
+    server.complete(&s, 1).await;
     let error = server
         .controller()
         .abandon(NS, WF, &s.node_id, &abandon_body())
@@ -254,10 +211,7 @@ async fn delete_removes_one_incarnation_and_leaves_tombstones(backend: Backend) 
     let controller = server.controller();
     for i in 0..3 {
         let s = step(i);
-        controller
-            .expect(NS, WF, &s.node_id, &s.expectation())
-            .await
-            .expect("expect");
+        server.register(&s).await;
     }
     let mut other_incarnation = step(0).expectation();
     other_incarnation.workflow_uid = "another-uid".into();

@@ -21,12 +21,8 @@ fn revisions(items: &[FeedItem]) -> Vec<i64> {
 async fn feed_lists_every_change_in_revision_order_and_resumes(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
-    server
-        .controller()
-        .expect(NS, WF, &s.node_id, &s.expectation())
-        .await
-        .expect("expect");
+    let pod = server.pod_of(&s);
+    server.register(&s).await;
     pod.report(NS, WF, &s.node_id, &s.report(Some(1), false, None))
         .await
         .expect("tick");
@@ -80,10 +76,7 @@ async fn feed_filters_by_namespace(backend: Backend) {
     let server = TestServer::start(backend).await;
     let controller = server.controller();
     let s = step(1);
-    controller
-        .expect(NS, WF, &s.node_id, &s.expectation())
-        .await
-        .expect("argo");
+    server.register(&s).await;
     controller
         .expect("team-b", WF, &s.node_id, &s.expectation())
         .await
@@ -102,13 +95,9 @@ async fn feed_filters_by_namespace(backend: Backend) {
 
 async fn feed_pages_by_limit_without_gaps(backend: Backend) {
     let server = TestServer::start(backend).await;
-    let controller = server.controller();
     for i in 0..5 {
         let s = step(i);
-        controller
-            .expect(NS, WF, &s.node_id, &s.expectation())
-            .await
-            .expect("expect");
+        server.register(&s).await;
     }
     let reader = server.reader();
     let mut since = 0;
@@ -163,11 +152,7 @@ async fn watch_wakes_on_a_commit_and_times_out_without_one(backend: Backend) {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let s = step(1);
-    server
-        .controller()
-        .expect(NS, WF, &s.node_id, &s.expectation())
-        .await
-        .expect("expect");
+    server.register(&s).await;
     let (page, waited) = watching.await.expect("watcher");
     assert_eq!(revisions(&page.items), vec![1]);
     // Woken by the commit, not by the 60 s timeout (speed itself is the benchmark's job).

@@ -17,11 +17,8 @@ async fn seed(server: &TestServer) {
     let controller = server.controller();
     for i in 0..6 {
         let s = step(i);
-        controller
-            .expect(NS, WF, &s.node_id, &s.expectation())
-            .await
-            .expect("expect");
-        let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+        server.register(&s).await;
+        let pod = server.pod_of(&s);
         match i {
             2 => {
                 pod.report(NS, WF, &s.node_id, &s.report(Some(1), false, None))
@@ -105,13 +102,9 @@ async fn list_orders_by_node_with_a_summary_and_a_state_filter(backend: Backend)
 
 async fn list_pages_with_continue_tokens_bound_to_their_query(backend: Backend) {
     let server = TestServer::start(backend).await;
-    let controller = server.controller();
     for i in 0..7 {
         let s = step(i);
-        controller
-            .expect(NS, WF, &s.node_id, &s.expectation())
-            .await
-            .expect("expect");
+        server.register(&s).await;
     }
     let reader = server.reader();
     let mut seen = Vec::new();
@@ -162,10 +155,7 @@ async fn reads_without_a_uid_see_the_newest_incarnation(backend: Backend) {
     let server = TestServer::start(backend).await;
     let controller = server.controller();
     let s = step(1);
-    controller
-        .expect(NS, WF, &s.node_id, &s.expectation())
-        .await
-        .expect("first incarnation");
+    server.register(&s).await;
     let mut second = step(2).expectation();
     second.workflow_uid = "second-uid".into();
     controller

@@ -24,7 +24,7 @@ async fn changes(server: &TestServer) -> i64 {
 async fn first_report_is_created_and_read_back(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     let mut report = s.report(Some(1), false, Some(&outputs(1)));
     report.progress = Some("3/10".into());
     let answer = pod
@@ -53,7 +53,7 @@ async fn first_report_is_created_and_read_back(backend: Backend) {
 async fn replay_keeps_the_revision(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     let report = s.report(Some(2), false, Some(&outputs(1)));
     let first = pod
         .report(NS, WF, &s.node_id, &report)
@@ -71,7 +71,7 @@ async fn replay_keeps_the_revision(backend: Backend) {
 async fn lower_sequence_is_stale_and_changes_nothing(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     let mut newer = s.report(Some(3), false, None);
     newer.progress = Some("5/10".into());
     pod.report(NS, WF, &s.node_id, &newer).await.expect("seq 3");
@@ -96,7 +96,7 @@ async fn lower_sequence_is_stale_and_changes_nothing(backend: Backend) {
 async fn equal_sequence_with_other_content_is_stale(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     pod.report(
         NS,
         WF,
@@ -123,7 +123,7 @@ async fn equal_sequence_with_other_content_is_stale(backend: Backend) {
 async fn absent_fields_keep_stored_ones(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     let mut first = s.report(Some(1), false, Some(&outputs(1)));
     first.message = Some("extracting".into());
     pod.report(NS, WF, &s.node_id, &first).await.expect("first");
@@ -146,7 +146,7 @@ async fn absent_fields_keep_stored_ones(backend: Backend) {
 async fn final_report_completes_with_its_outputs(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     pod.report(NS, WF, &s.node_id, &s.report(Some(1), false, None))
         .await
         .expect("start");
@@ -197,7 +197,7 @@ async fn completion_is_never_seen_without_outputs(backend: Backend) {
     });
     for i in 0..20 {
         let s = step(i);
-        let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+        let pod = server.pod_of(&s);
         pod.report(NS, WF, &s.node_id, &s.report(Some(1), false, None))
             .await
             .expect("start");
@@ -220,7 +220,7 @@ async fn completion_is_never_seen_without_outputs(backend: Backend) {
 async fn completed_result_is_frozen(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let pod = server.pod_of(&s);
     let mut last = s.report(Some(5), true, Some(&outputs(1)));
     last.progress = Some("10/10".into());
     let done = pod.report(NS, WF, &s.node_id, &last).await.expect("final");
@@ -261,13 +261,13 @@ async fn completed_result_is_frozen(backend: Backend) {
 async fn row_is_bound_to_the_first_pod(backend: Backend) {
     let server = TestServer::start(backend).await;
     let s = step(1);
-    let first = server.pod(NS, &s.pod_name, &s.pod_uid);
+    let first = server.pod_of(&s);
     first
         .report(NS, WF, &s.node_id, &s.report(Some(1), false, None))
         .await
         .expect("first pod");
     let other = s.restarted();
-    let intruder = server.pod(NS, &other.pod_name, &other.pod_uid);
+    let intruder = server.pod_of(&other);
     let error = intruder
         .report(
             NS,
@@ -299,7 +299,7 @@ async fn outputs_round_trip_byte_for_byte(backend: Backend) {
     ];
     for (i, text) in texts.iter().enumerate() {
         let s = step(i as u32);
-        let pod = server.pod(NS, &s.pod_name, &s.pod_uid);
+        let pod = server.pod_of(&s);
         pod.report(NS, WF, &s.node_id, &s.report(Some(1), true, Some(text)))
             .await
             .expect("report");
