@@ -18,9 +18,10 @@ use std::time::Duration;
 
 use argo_results_proto::token::{self, DEV_ADMIN_SUBJECT, DEV_ISSUER, DEV_KEY_ID, TokenClaims};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 use auth::dev::{DevKey, DevKeyError};
-use auth::keys::{Expectations, KeyError, KeySet};
+use auth::keys::{KeyError, KeySet, TokenPolicy};
 use auth::{Authenticator, RoleLists};
 use config::{AuthMode, Config};
 use store::{SqlStore, StoreError};
@@ -78,23 +79,23 @@ fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>), Sta
             path: path.display().to_string(),
             source,
         })?;
-        let expect = Expectations {
+        let policy = TokenPolicy {
             audience: config.audience.clone(),
             issuer: config.issuer.clone(),
         };
         return Ok((
-            Authenticator::tokens(KeySet::from_jwks(&text, &expect)?, roles),
+            Authenticator::tokens(KeySet::from_jwks(&text, &policy)?, roles),
             None,
         ));
     }
     if !loopback {
         return Err(StartError::NoValidation(config.listen));
     }
-    let expect = Expectations {
+    let policy = TokenPolicy {
         audience: config.audience.clone(),
         issuer: Some(DEV_ISSUER.to_owned()),
     };
-    let (dev, keys) = auth::dev::load_or_create(&config.data_dir, &expect)?;
+    let (dev, keys) = auth::dev::load_or_create(&config.data_dir, &policy)?;
     roles.readers.push(DEV_ADMIN_SUBJECT.to_owned());
     roles.controllers.push(DEV_ADMIN_SUBJECT.to_owned());
     Ok((Authenticator::tokens(keys, roles), Some(dev)))
@@ -126,6 +127,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         );
     }
     let store = SqlStore::connect(&config.database_url(), config.max_connections).await?;
+    let (stop, stopping) = watch::channel(false);
     let state = http::AppState {
         store: Arc::new(store),
         auth: Arc::new(authenticator),
@@ -134,6 +136,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             max_body_bytes: config.max_body_bytes,
             max_result_bytes: config.max_result_bytes,
         },
+        stopping,
     };
     let listener = TcpListener::bind(config.listen)
         .await
@@ -147,8 +150,13 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     }
     // Printed last: once it is out, the server is ready and all else was said.
     println!("argo-results-server listening on http://{addr}");
+    let shutdown = async move {
+        shutdown_signal().await;
+        // Ends long polls so that in-flight requests finish promptly.
+        let _ = stop.send(true);
+    };
     axum::serve(listener, http::router(state))
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(shutdown)
         .await
         .map_err(StartError::Serve)
 }

@@ -77,6 +77,8 @@ impl Drop for ScratchDir {
 #[derive(Debug)]
 pub struct TestServer {
     child: Child,
+    /// The server's arguments, to start it again on the same store.
+    args: Vec<std::ffi::OsString>,
     url: String,
     /// What the server printed on stdout.
     stdout: Arc<Mutex<String>>,
@@ -154,7 +156,12 @@ impl TestServer {
         schema: Option<String>,
     ) -> Self {
         sqlx::any::install_default_drivers();
-        let log = std::fs::File::create(dir.0.join("server.log")).expect("server log");
+        let args = command.as_std().get_args().map(ToOwned::to_owned).collect();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.0.join("server.log"))
+            .expect("server log");
         let mut child = command
             .env_remove("DATABASE_URL")
             .env("RUST_LOG", "warn")
@@ -197,6 +204,7 @@ impl TestServer {
         });
         TestServer {
             child,
+            args,
             url,
             stdout,
             database_url,
@@ -258,6 +266,34 @@ impl TestServer {
     /// Stops the server now (as a crash would).
     pub async fn kill(&mut self) {
         let _ = self.child.kill().await;
+    }
+
+    /// Kills the server (as a crash would) and starts it again on the same store.
+    pub async fn crash_and_restart(mut self) -> TestServer {
+        self.kill().await;
+        let mut command = Command::new(binary("argo-results-server"));
+        command.args(&self.args).current_dir(&self.dir.0);
+        let schema = self.schema.take();
+        let database_url = self.database_url.clone();
+        Self::launch(
+            command,
+            self.backend,
+            Arc::clone(&self.dir),
+            database_url,
+            schema,
+        )
+        .await
+    }
+
+    /// Sends SIGTERM, as Kubernetes does, and waits for the process to exit.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("running server");
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(sent.success());
+        self.child.wait().await.expect("exit status")
     }
 }
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use argo_results_proto::token::{DEV_KEY_FILE, DEV_KEY_ID, es256_public_jwk, generate_es256_key};
 use jsonwebtoken::jwk::JwkSet;
 
-use super::keys::{Expectations, KeyError, KeySet};
+use super::keys::{KeyError, KeySet, TokenPolicy};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DevKeyError {
@@ -37,7 +37,7 @@ pub struct DevKey {
 /// the key set that trusts it.
 pub fn load_or_create(
     data_dir: &Path,
-    expect: &Expectations,
+    policy: &TokenPolicy,
 ) -> Result<(DevKey, KeySet), DevKeyError> {
     let path = data_dir.join(DEV_KEY_FILE);
     let io = |source| DevKeyError::Io {
@@ -57,7 +57,7 @@ pub fn load_or_create(
     }
     let pem = fs::read(&path).map_err(io)?;
     let jwk = es256_public_jwk(&pem, DEV_KEY_ID).map_err(|_| DevKeyError::Invalid(path.clone()))?;
-    let keys = KeySet::from_jwk_set(&JwkSet { keys: vec![jwk] }, expect)?;
+    let keys = KeySet::from_jwk_set(&JwkSet { keys: vec![jwk] }, policy)?;
     let dev = DevKey {
         path: fs::canonicalize(&path).map_err(io)?,
         pem,

@@ -27,7 +27,7 @@ pub enum KeyError {
 
 /// What a token must carry besides a good signature.
 #[derive(Debug, Clone)]
-pub struct Expectations {
+pub struct TokenPolicy {
     pub audience: String,
     /// `None`: any issuer, but `iss` must be present.
     pub issuer: Option<String>,
@@ -71,11 +71,11 @@ fn algorithm_of(jwk: &Jwk) -> Result<Algorithm, String> {
 
 impl KeySet {
     /// Trusts every key of a JWKS document.
-    pub fn from_jwks(text: &str, expect: &Expectations) -> Result<Self, KeyError> {
-        Self::from_jwk_set(&serde_json::from_str(text)?, expect)
+    pub fn from_jwks(text: &str, policy: &TokenPolicy) -> Result<Self, KeyError> {
+        Self::from_jwk_set(&serde_json::from_str(text)?, policy)
     }
 
-    pub fn from_jwk_set(set: &JwkSet, expect: &Expectations) -> Result<Self, KeyError> {
+    pub fn from_jwk_set(set: &JwkSet, policy: &TokenPolicy) -> Result<Self, KeyError> {
         let keys = set
             .keys
             .iter()
@@ -87,7 +87,7 @@ impl KeySet {
                 };
                 let algorithm = algorithm_of(jwk).map_err(refused)?;
                 let key = DecodingKey::from_jwk(jwk).map_err(|e| refused(e.to_string()))?;
-                Ok(TrustedKey::new(kid.clone(), algorithm, key, expect))
+                Ok(TrustedKey::new(kid.clone(), algorithm, key, policy))
             })
             .collect::<Result<Vec<_>, KeyError>>()?;
         if keys.is_empty() {
@@ -127,14 +127,14 @@ impl TrustedKey {
         kid: Option<String>,
         algorithm: Algorithm,
         key: DecodingKey,
-        expect: &Expectations,
+        policy: &TokenPolicy,
     ) -> Self {
         let mut validation = Validation::new(algorithm);
         validation.leeway = LEEWAY_SECONDS;
         validation.validate_nbf = true;
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.set_audience(&[&expect.audience]);
-        if let Some(issuer) = &expect.issuer {
+        validation.set_audience(&[&policy.audience]);
+        if let Some(issuer) = &policy.issuer {
             validation.set_issuer(&[issuer]);
         }
         TrustedKey {

@@ -49,9 +49,9 @@ impl Caller {
             return Ok(());
         }
         let what = match role {
-            Role::Reader => "read results (a --reader or --controller subject)",
-            Role::Controller => "perform controller operations (a --controller subject)",
-            Role::Pod => "report a result (a pod's projected service-account token)",
+            Role::Reader => "read results: that takes a --reader or --controller subject",
+            Role::Controller => "perform controller operations: that takes a --controller subject",
+            Role::Pod => "report a result: that takes a pod's projected service-account token",
         };
         Err(AuthError::Forbidden(format!(
             "{} may not {what}",

@@ -99,6 +99,7 @@ pub async fn feed(
     let limit = limit(params.limit, FEED_DEFAULT_LIMIT, FEED_MAX_LIMIT)?;
     let deadline = Instant::now() + Duration::from_secs(wait);
     let mut revisions = state.store.revisions();
+    let mut stopping = state.stopping.clone();
     loop {
         // Marked seen before reading, so a commit landing after the read still wakes us.
         revisions.borrow_and_update();
@@ -109,9 +110,13 @@ pub async fn feed(
         if !chunk.items.is_empty() || !params.watch.unwrap_or(false) {
             return Ok(page(chunk));
         }
-        match tokio::time::timeout_at(deadline, revisions.changed()).await {
-            Ok(Ok(())) => continue,
-            _ => return Ok(page(chunk)),
+        tokio::select! {
+            woke = tokio::time::timeout_at(deadline, revisions.changed()) => {
+                if !matches!(woke, Ok(Ok(()))) {
+                    return Ok(page(chunk));
+                }
+            }
+            _ = stopping.wait_for(|stopping| *stopping) => return Ok(page(chunk)),
         }
     }
 }

@@ -20,6 +20,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
+use tokio::sync::watch;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -35,6 +36,8 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
+    /// Turns `true` when the server starts shutting down; long polls end early then.
+    pub stopping: watch::Receiver<bool>,
 }
 
 fn json(status: StatusCode, value: &impl Serialize) -> Response {

@@ -30,6 +30,7 @@ mod controller;
 mod cron;
 mod embedded;
 mod feed;
+mod lifecycle;
 mod openapi;
 mod reads;
 mod report;

@@ -15,6 +15,7 @@ on_both_backends!(
     completed_result_is_frozen,
     row_is_bound_to_the_first_pod,
     outputs_round_trip_byte_for_byte,
+    instance_and_workflow_name_must_match_the_stored_row,
 );
 
 async fn changes(server: &TestServer) -> i64 {
@@ -316,4 +317,41 @@ async fn outputs_round_trip_byte_for_byte(backend: Backend) {
             .expect("stored");
         assert_eq!(&stored, text);
     }
+}
+
+async fn instance_and_workflow_name_must_match_the_stored_row(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let s = step(1);
+    let mut first = s.report(Some(1), false, None);
+    first.instance_id = Some("controller-a".into());
+    server.send(&s, &first).await.expect("first");
+
+    let mut other_instance = s.report(Some(2), false, None);
+    other_instance.instance_id = Some("controller-b".into());
+    let error = server
+        .send(&s, &other_instance)
+        .await
+        .expect_err("other instance");
+    assert_eq!(error.code(), Some(ProblemCode::InvalidField));
+    assert_eq!(error_field(&error), Some("instanceId"));
+
+    // The same workflow UID under another name is a mix-up, not a new workflow.
+    let renamed = server
+        .controller()
+        .expect(NS, "another-name", &s.node_id, &s.expectation())
+        .await
+        .expect_err("renamed workflow");
+    assert_eq!(error_field(&renamed), Some("workflow"));
+    let stored = server
+        .reader()
+        .get_result(NS, WF, &s.node_id, None)
+        .await
+        .expect("read");
+    assert_eq!(stored.instance_id.as_deref(), Some("controller-a"));
+    assert_eq!(stored.sequence, Some(1));
+    assert_eq!(changes(&server).await, 1);
+}
+
+fn error_field(error: &argo_results_client::ClientError) -> Option<&str> {
+    error.problem().and_then(|p| p.field.as_deref())
 }
