@@ -30,6 +30,17 @@ struct VersionLabels {
 pub struct Metrics {
     registry: Registry,
     reports: Family<OutcomeLabels, Counter>,
+    watchers: Gauge,
+}
+
+/// Counts one waiting feed request for as long as it lives.
+#[derive(Debug)]
+pub struct Watching(Gauge);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 impl Metrics {
@@ -44,7 +55,23 @@ impl Metrics {
         registry.register("build_info", "Version of the running server", build_info);
         let reports = Family::<OutcomeLabels, Counter>::default();
         registry.register("reports", "Reports received, by outcome", reports.clone());
-        Metrics { registry, reports }
+        let watchers = Gauge::default();
+        registry.register(
+            "feed_watchers",
+            "Feed requests waiting for a change (watch=true)",
+            watchers.clone(),
+        );
+        Metrics {
+            registry,
+            reports,
+            watchers,
+        }
+    }
+
+    /// Marks a feed request as waiting until the returned guard is dropped.
+    pub fn watching(&self) -> Watching {
+        self.watchers.inc();
+        Watching(self.watchers.clone())
     }
 
     pub fn report(&self, outcome: ReportOutcome) {

@@ -361,6 +361,14 @@ impl TestServer {
         }
     }
 
+    /// Waits until `n` feed requests are waiting inside the server (its `feed_watchers`).
+    pub async fn wait_for_watchers(&self, n: u32) {
+        let line = format!("argo_results_feed_watchers {n}\n");
+        while !self.get("/metrics", None).await.text.contains(&line) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// `GET path` with `token`.
     pub async fn get(&self, path: &str, token: Option<&str>) -> Raw {
         self.raw(reqwest::Method::GET, path, token, None, Vec::new())

@@ -110,6 +110,7 @@ pub async fn feed(
         if !chunk.items.is_empty() || !params.watch.unwrap_or(false) {
             return Ok(page(chunk));
         }
+        let _waiting = state.metrics.watching();
         tokio::select! {
             woke = tokio::time::timeout_at(deadline, revisions.changed()) => {
                 if !matches!(woke, Ok(Ok(()))) {

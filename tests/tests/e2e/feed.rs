@@ -150,7 +150,7 @@ async fn watch_wakes_on_a_commit_and_times_out_without_one(backend: Backend) {
             (page, asked.elapsed())
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.wait_for_watchers(1).await;
     let s = step(1);
     server.register(&s).await;
     let (page, waited) = watching.await.expect("watcher");

@@ -24,7 +24,8 @@ async fn sigterm_ends_long_polls_and_exits_zero(backend: Backend) {
             })
             .await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // SIGTERM only once the long poll is waiting inside the server.
+    server.wait_for_watchers(1).await;
     // Bounded only so that a hang fails the test instead of stalling the suite.
     let status = tokio::time::timeout(Duration::from_secs(60), server.terminate())
         .await
