@@ -43,6 +43,14 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_DATA_DIR", default_value = ".")]
     pub data_dir: PathBuf,
 
+    /// Serve HTTPS with this PEM certificate chain (re-read when it changes).
+    #[arg(long, env = "ARGO_RESULTS_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --tls-cert.
+    #[arg(long, env = "ARGO_RESULTS_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
     /// Trust the keys of this JWKS file (offline validation of service-account tokens).
     #[arg(long, env = "ARGO_RESULTS_JWKS_FILE")]
     pub jwks_file: Option<PathBuf>,

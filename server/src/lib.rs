@@ -10,6 +10,7 @@ pub mod feed;
 pub mod http;
 pub mod metrics;
 pub mod store;
+pub mod tls;
 pub mod validate;
 
 use std::net::SocketAddr;
@@ -17,7 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use argo_results_proto::token::{self, DEV_ADMIN_SUBJECT, DEV_ISSUER, DEV_KEY_ID, TokenClaims};
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use auth::dev::{DevKey, DevKeyError};
@@ -59,6 +59,8 @@ pub enum StartError {
     },
     #[error("server: {0}")]
     Serve(std::io::Error),
+    #[error("--tls-cert/--tls-key: {0}")]
+    Tls(std::io::Error),
 }
 
 /// How requests are authenticated, and the dev key when the embedded default made one.
@@ -102,7 +104,12 @@ fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>), Sta
 }
 
 /// What a newcomer needs to talk to the embedded default, printed once it listens.
-fn dev_banner(dev: &DevKey, audience: &str, addr: SocketAddr) -> Result<String, StartError> {
+fn dev_banner(
+    dev: &DevKey,
+    audience: &str,
+    scheme: &str,
+    addr: SocketAddr,
+) -> Result<String, StartError> {
     let claims = TokenClaims::user(DEV_ISSUER, audience, DEV_ADMIN_SUBJECT, DEV_ADMIN_TOKEN_TTL);
     let admin = token::mint(&dev.pem, DEV_KEY_ID, &claims)?;
     let key = dev.path.display();
@@ -111,7 +118,7 @@ fn dev_banner(dev: &DevKey, audience: &str, addr: SocketAddr) -> Result<String, 
          admin token (reader + controller, valid 24h):\n  \
          export ARGO_RESULTS_TOKEN={admin}\n\
          try it:\n  \
-         curl -H \"Authorization: Bearer {admin}\" http://{addr}/api/v1/whoami\n\
+         curl -H \"Authorization: Bearer {admin}\" {scheme}://{addr}/api/v1/whoami\n\
          mint a pod token to play the wait container:\n  \
          argo-results token --key {key} --namespace argo --pod-name my-wf-main-1234 --pod-uid pod-uid-1\n"
     ))
@@ -138,27 +145,53 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         },
         stopping,
     };
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| StartError::Listen {
+    let listener =
+        std::net::TcpListener::bind(config.listen).map_err(|source| StartError::Listen {
             addr: config.listen,
             source,
         })?;
     let addr = listener.local_addr().map_err(StartError::Serve)?;
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            tls::serve_files(cert.clone(), key.clone())
+                .await
+                .map_err(StartError::Tls)?,
+        ),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     if let Some(dev) = &dev {
-        print!("{}", dev_banner(dev, &config.audience, addr)?);
+        print!("{}", dev_banner(dev, &config.audience, scheme, addr)?);
     }
     // Printed last: once it is out, the server is ready and all else was said.
-    println!("argo-results-server listening on http://{addr}");
-    let shutdown = async move {
+    println!("argo-results-server listening on {scheme}://{addr}");
+
+    let handle = axum_server::Handle::new();
+    let stopping_handle = handle.clone();
+    tokio::spawn(async move {
         shutdown_signal().await;
         // Ends long polls so that in-flight requests finish promptly.
         let _ = stop.send(true);
-    };
-    axum::serve(listener, http::router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(StartError::Serve)
+        stopping_handle.graceful_shutdown(None);
+    });
+    let app = http::router(state).into_make_service();
+    match tls {
+        Some(tls) => {
+            axum_server::from_tcp_rustls(listener, tls)
+                .map_err(StartError::Serve)?
+                .handle(handle)
+                .serve(app)
+                .await
+        }
+        None => {
+            axum_server::from_tcp(listener)
+                .map_err(StartError::Serve)?
+                .handle(handle)
+                .serve(app)
+                .await
+        }
+    }
+    .map_err(StartError::Serve)
 }
 
 async fn shutdown_signal() {
