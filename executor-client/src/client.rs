@@ -1,12 +1,28 @@
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
 use argo_results_proto::{
     AbandonRequest, Claim, ClaimList, ClaimRequest, DeleteResponse, ExpectationRequest, FeedPage,
     NodeResult, Problem, ReportRequest, ResultList, Whoami,
 };
+use reqwest::header::RETRY_AFTER;
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::time::Instant;
 
-use crate::ClientError;
+use crate::error::Failed;
+use crate::retry::{Backoff, RetryPolicy};
+use crate::{ClientError, TokenSource};
+
+/// An ordinary request's time limit.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The server's long-poll wait when `timeoutSeconds` is not given.
+const DEFAULT_WATCH_SECONDS: u64 = 30;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// `Retry-After` is honoured up to this long.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// A decoded answer and its status (`201` for a first write, `200` otherwise).
 #[derive(Debug, Clone)]
@@ -44,61 +60,212 @@ pub struct FeedOptions {
     pub timeout_seconds: Option<u64>,
 }
 
-/// A client of one argo-results server, authenticated by one bearer token.
+/// A callback told of each transient failure and of the wait before the next attempt.
+type NoticeFn = dyn Fn(&ClientError, Duration) + Send + Sync;
+
+#[derive(Clone)]
+struct RetryNotice(Arc<NoticeFn>);
+
+impl std::fmt::Debug for RetryNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RetryNotice")
+    }
+}
+
+/// Configures a [`Client`].
+#[derive(Debug)]
+pub struct ClientBuilder {
+    base: String,
+    token: TokenSource,
+    ca_file: Option<PathBuf>,
+    retry: Option<RetryPolicy>,
+    notice: Option<RetryNotice>,
+}
+
+impl ClientBuilder {
+    pub fn token(mut self, token: TokenSource) -> Self {
+        self.token = token;
+        self
+    }
+
+    /// Trust this PEM CA (bundle) besides the system's roots.
+    pub fn ca_file(mut self, ca_file: Option<PathBuf>) -> Self {
+        self.ca_file = ca_file;
+        self
+    }
+
+    /// Retry transient failures (connection errors, timeouts, 408, 429, 502, 503, 504).
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Called before each wait between attempts.
+    pub fn on_retry(
+        mut self,
+        notice: impl Fn(&ClientError, Duration) + Send + Sync + 'static,
+    ) -> Self {
+        self.notice = Some(RetryNotice(Arc::new(notice)));
+        self
+    }
+
+    pub fn build(self) -> Result<Client, ClientError> {
+        let mut http = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
+        if let Some(path) = &self.ca_file {
+            let ca_error = |detail: String| ClientError::CaFile {
+                path: path.clone(),
+                detail,
+            };
+            let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
+            let certs =
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ca_error(e.to_string()))?;
+            if certs.is_empty() {
+                return Err(ca_error("no PEM certificate in it".into()));
+            }
+            http = http.tls_certs_merge(certs);
+        }
+        Ok(Client {
+            http: http.build()?,
+            base: self.base.trim_end_matches('/').to_owned(),
+            token: self.token,
+            retry: self.retry,
+            notice: self.notice,
+        })
+    }
+}
+
+/// A client of one argo-results server.
 #[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
     base: String,
-    token: Option<String>,
+    token: TokenSource,
+    retry: Option<RetryPolicy>,
+    notice: Option<RetryNotice>,
 }
 
 fn node_path(namespace: &str, workflow: &str, node_id: &str) -> String {
     format!("/api/v1/namespaces/{namespace}/workflows/{workflow}/nodes/{node_id}")
 }
 
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let seconds: u64 = response
+        .headers()
+        .get(RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(seconds).min(MAX_RETRY_AFTER))
+}
+
 impl Client {
-    /// `base_url` like `http://127.0.0.1:8080`; `token` sent as `Authorization: Bearer`.
+    /// `base_url` like `http://127.0.0.1:8080`, sending `token`, with no retries.
     pub fn new(base_url: &str, token: Option<String>) -> Result<Self, ClientError> {
-        Ok(Client {
-            http: reqwest::Client::builder().build()?,
-            base: base_url.trim_end_matches('/').to_owned(),
-            token,
-        })
+        Self::builder(base_url)
+            .token(token.map_or(TokenSource::None, TokenSource::Value))
+            .build()
     }
 
-    fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        let request = self.http.request(method, format!("{}{path}", self.base));
-        match &self.token {
-            Some(token) => request.bearer_auth(token),
-            None => request,
+    pub fn builder(base_url: &str) -> ClientBuilder {
+        ClientBuilder {
+            base: base_url.to_owned(),
+            token: TokenSource::None,
+            ca_file: None,
+            retry: None,
+            notice: None,
         }
     }
 
-    async fn send<T: DeserializeOwned>(
+    /// One attempt: the token is read afresh, the answer decoded as `T` or as a problem.
+    async fn attempt<T: DeserializeOwned>(
         &self,
-        request: RequestBuilder,
-    ) -> Result<Answer<T>, ClientError> {
-        let response = request.send().await?;
+        request: &impl Fn(&reqwest::Client) -> RequestBuilder,
+        timeout: Duration,
+    ) -> Result<Answer<T>, Failed> {
+        let mut builder = request(&self.http);
+        if let Some(token) = self.token.current()? {
+            builder = builder.bearer_auth(token);
+        }
+        let timeout = match self.retry.and_then(|policy| policy.deadline) {
+            Some(deadline) => timeout.min(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_secs(1)),
+            ),
+            None => timeout,
+        };
+        let response = builder.timeout(timeout).send().await?;
         let status = response.status();
+        let retry_after = retry_after(&response);
         let bytes = response.bytes().await?;
-        if status.is_success() {
+        let error = if status.is_success() {
             if let Ok(body) = serde_json::from_slice(&bytes) {
                 return Ok(Answer {
                     status: status.as_u16(),
                     body,
                 });
             }
-        } else if let Ok(problem) = serde_json::from_slice::<Problem>(&bytes) {
-            return Err(ClientError::Api(Box::new(problem)));
-        }
-        Err(ClientError::Unexpected {
+            None
+        } else {
+            serde_json::from_slice::<Problem>(&bytes)
+                .ok()
+                .map(|p| ClientError::Api(Box::new(p)))
+        };
+        let error = error.unwrap_or_else(|| ClientError::Unexpected {
             status: status.as_u16(),
             body: String::from_utf8_lossy(&bytes).into_owned(),
-        })
+        });
+        Err(Failed { error, retry_after })
     }
 
-    async fn body<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T, ClientError> {
-        Ok(self.send(request).await?.body)
+    /// Sends a request, retrying transient failures as the retry policy allows.
+    async fn execute<T: DeserializeOwned>(
+        &self,
+        request: impl Fn(&reqwest::Client) -> RequestBuilder,
+        timeout: Duration,
+    ) -> Result<Answer<T>, ClientError> {
+        let mut backoff = Backoff::new();
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let failed = match self.attempt(&request, timeout).await {
+                Ok(answer) => return Ok(answer),
+                Err(failed) => failed,
+            };
+            let Some(policy) = self.retry else {
+                return Err(failed.error);
+            };
+            if !failed.error.is_transient() {
+                return Err(failed.error);
+            }
+            let wait = failed.retry_after.unwrap_or_else(|| backoff.next());
+            if policy
+                .deadline
+                .is_some_and(|deadline| Instant::now() + wait > deadline)
+            {
+                return Err(ClientError::GaveUp {
+                    attempts,
+                    last: Box::new(failed.error),
+                });
+            }
+            if let Some(notice) = &self.notice {
+                (notice.0)(&failed.error, wait);
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        request: impl Fn(&reqwest::Client) -> RequestBuilder,
+    ) -> Result<T, ClientError> {
+        Ok(self.execute(request, REQUEST_TIMEOUT).await?.body)
     }
 
     /// The wait container's report of its node's result.
@@ -109,9 +276,15 @@ impl Client {
         node_id: &str,
         report: &ReportRequest,
     ) -> Result<Answer<NodeResult>, ClientError> {
-        let path = format!("{}/result", node_path(namespace, workflow, node_id));
-        self.send(self.request(Method::PUT, &path).json(report))
-            .await
+        let url = self.url(&format!(
+            "{}/result",
+            node_path(namespace, workflow, node_id)
+        ));
+        self.execute(
+            |http| http.request(Method::PUT, &url).json(report),
+            REQUEST_TIMEOUT,
+        )
+        .await
     }
 
     /// Registers the pod whose result the controller awaits.
@@ -122,9 +295,15 @@ impl Client {
         node_id: &str,
         expectation: &ExpectationRequest,
     ) -> Result<Answer<NodeResult>, ClientError> {
-        let path = format!("{}/expectation", node_path(namespace, workflow, node_id));
-        self.send(self.request(Method::PUT, &path).json(expectation))
-            .await
+        let url = self.url(&format!(
+            "{}/expectation",
+            node_path(namespace, workflow, node_id)
+        ));
+        self.execute(
+            |http| http.request(Method::PUT, &url).json(expectation),
+            REQUEST_TIMEOUT,
+        )
+        .await
     }
 
     /// Gives up on a node; `already_completed` carries the completed result.
@@ -135,9 +314,11 @@ impl Client {
         node_id: &str,
         abandon: &AbandonRequest,
     ) -> Result<NodeResult, ClientError> {
-        let path = format!("{}/result/abandon", node_path(namespace, workflow, node_id));
-        self.body(self.request(Method::POST, &path).json(abandon))
-            .await
+        let url = self.url(&format!(
+            "{}/result/abandon",
+            node_path(namespace, workflow, node_id)
+        ));
+        self.call(|http| http.post(&url).json(abandon)).await
     }
 
     pub async fn get_result(
@@ -147,23 +328,28 @@ impl Client {
         node_id: &str,
         workflow_uid: Option<&str>,
     ) -> Result<NodeResult, ClientError> {
-        let path = format!("{}/result", node_path(namespace, workflow, node_id));
-        let mut request = self.request(Method::GET, &path);
-        if let Some(uid) = workflow_uid {
-            request = request.query(&[("workflowUid", uid)]);
-        }
-        self.body(request).await
+        let url = self.url(&format!(
+            "{}/result",
+            node_path(namespace, workflow, node_id)
+        ));
+        let query: Vec<(&str, &str)> = workflow_uid
+            .map(|uid| ("workflowUid", uid))
+            .into_iter()
+            .collect();
+        self.call(|http| http.get(&url).query(&query)).await
     }
 
+    /// One page of a workflow's results; [`Client::list_all`] streams every page.
     pub async fn list_results(
         &self,
         namespace: &str,
         workflow: &str,
         options: &ListOptions,
     ) -> Result<ResultList, ClientError> {
-        let path = format!("/api/v1/namespaces/{namespace}/workflows/{workflow}/results");
-        self.body(self.request(Method::GET, &path).query(options))
-            .await
+        let url = self.url(&format!(
+            "/api/v1/namespaces/{namespace}/workflows/{workflow}/results"
+        ));
+        self.call(|http| http.get(&url).query(options)).await
     }
 
     /// Deletes every result of one workflow incarnation.
@@ -173,17 +359,26 @@ impl Client {
         workflow: &str,
         workflow_uid: &str,
     ) -> Result<DeleteResponse, ClientError> {
-        let path = format!("/api/v1/namespaces/{namespace}/workflows/{workflow}/results");
-        let request = self
-            .request(Method::DELETE, &path)
-            .query(&[("workflowUid", workflow_uid)]);
-        self.body(request).await
+        let url = self.url(&format!(
+            "/api/v1/namespaces/{namespace}/workflows/{workflow}/results"
+        ));
+        self.call(|http| http.delete(&url).query(&[("workflowUid", workflow_uid)]))
+            .await
     }
 
-    /// Changes after `options.since`, oldest first.
+    /// Changes after `options.since`, oldest first; [`Client::watch`] follows them.
     pub async fn feed(&self, options: &FeedOptions) -> Result<FeedPage, ClientError> {
-        self.body(self.request(Method::GET, "/api/v1/results").query(options))
-            .await
+        let url = self.url("/api/v1/results");
+        let timeout = if options.watch {
+            let wait = options.timeout_seconds.unwrap_or(DEFAULT_WATCH_SECONDS);
+            Duration::from_secs(wait) + REQUEST_TIMEOUT
+        } else {
+            REQUEST_TIMEOUT
+        };
+        Ok(self
+            .execute(|http| http.get(&url).query(options), timeout)
+            .await?
+            .body)
     }
 
     /// Claims one tick of a cron workflow; `already_claimed` carries the existing claim.
@@ -193,9 +388,10 @@ impl Client {
         cron_workflow: &str,
         claim: &ClaimRequest,
     ) -> Result<Claim, ClientError> {
-        let path = format!("/api/v1/namespaces/{namespace}/cronworkflows/{cron_workflow}/runs");
-        self.body(self.request(Method::POST, &path).json(claim))
-            .await
+        let url = self.url(&format!(
+            "/api/v1/namespaces/{namespace}/cronworkflows/{cron_workflow}/runs"
+        ));
+        self.call(|http| http.post(&url).json(claim)).await
     }
 
     pub async fn claims(
@@ -204,21 +400,24 @@ impl Client {
         cron_workflow: &str,
         cron_workflow_uid: Option<&str>,
     ) -> Result<ClaimList, ClientError> {
-        let path = format!("/api/v1/namespaces/{namespace}/cronworkflows/{cron_workflow}/runs");
-        let mut request = self.request(Method::GET, &path);
-        if let Some(uid) = cron_workflow_uid {
-            request = request.query(&[("cronWorkflowUid", uid)]);
-        }
-        self.body(request).await
+        let url = self.url(&format!(
+            "/api/v1/namespaces/{namespace}/cronworkflows/{cron_workflow}/runs"
+        ));
+        let query: Vec<(&str, &str)> = cron_workflow_uid
+            .map(|uid| ("cronWorkflowUid", uid))
+            .into_iter()
+            .collect();
+        self.call(|http| http.get(&url).query(&query)).await
     }
 
     pub async fn whoami(&self) -> Result<Whoami, ClientError> {
-        self.body(self.request(Method::GET, "/api/v1/whoami")).await
+        let url = self.url("/api/v1/whoami");
+        self.call(|http| http.get(&url)).await
     }
 
     /// `true` once `/readyz` answers 200.
     pub async fn ready(&self) -> Result<bool, ClientError> {
-        let response = self.request(Method::GET, "/readyz").send().await?;
+        let response = self.http.get(self.url("/readyz")).send().await?;
         Ok(response.status() == StatusCode::OK)
     }
 }

@@ -1,9 +1,15 @@
 //! argo-results-client: a typed async client for every operation of the argo-results API
-//! (`docs/api.md`), used by the `argo-results` CLI and the tests.
+//! (`docs/api.md`), with the retries a wait container needs, and the `argo-results` CLI.
 
 mod client;
 mod error;
+mod retry;
+mod stream;
+mod token;
 
 pub use argo_results_proto as proto;
-pub use client::{Answer, Client, FeedOptions, ListOptions};
+pub use client::{Answer, Client, ClientBuilder, FeedOptions, ListOptions};
 pub use error::ClientError;
+pub use retry::{RetryPolicy, transient_status};
+pub use stream::WatchEvent;
+pub use token::{TokenSource, token_namespace};

@@ -6,9 +6,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Talk to an argo-results server.
+/// Talk to an argo-results server: report a step's result from its wait container, or
+/// inspect results, the change feed and cron claims.
+///
+/// Examples:
+///   argo-results report --final --outputs /tmp/outputs.json
+///   argo-results get argo/etl-x7k2p
+///   argo-results watch -o json
 #[derive(Debug, Parser)]
-#[command(name = "argo-results", version)]
+#[command(name = "argo-results", version, verbatim_doc_comment)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -16,19 +22,26 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Report(Box<cmd::report::ReportArgs>),
+    Get(cmd::get::GetArgs),
+    Watch(cmd::watch::WatchArgs),
+    Claims(cmd::claims::ClaimsArgs),
+    Whoami(cmd::whoami::WhoamiArgs),
     Token(cmd::token::TokenArgs),
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let outcome = match cli.command {
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let outcome = match Cli::parse().command {
+        Command::Report(args) => cmd::report::run(&args).await,
+        Command::Get(args) => cmd::get::run(&args).await,
+        Command::Watch(args) => cmd::watch::run(&args).await,
+        Command::Claims(args) => cmd::claims::run(&args).await,
+        Command::Whoami(args) => cmd::whoami::run(&args).await,
         Command::Token(args) => cmd::token::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("argo-results: {error}");
-            ExitCode::FAILURE
-        }
+        Err(failure) => failure.report(),
     }
 }

@@ -27,6 +27,16 @@ pub enum ProblemCode {
     Internal,
 }
 
+impl std::fmt::Display for ProblemCode {
+    /// The code as it appears on the wire, e.g. `already_completed`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(code)) => f.write_str(&code),
+            _ => write!(f, "{self:?}"),
+        }
+    }
+}
+
 /// An `application/problem+json` body (RFC 9457).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -7,6 +7,7 @@
 
 pub mod fixtures;
 pub mod server;
+pub mod tls;
 pub mod tokens;
 
 pub use server::{Backend, TestServer};

@@ -129,8 +129,11 @@ impl TestServer {
             }
         };
         let mut command = Command::new(binary("argo-results-server"));
+        if !flags.contains(&"--listen") {
+            command.args(["--listen", "127.0.0.1:0"]);
+        }
         command
-            .args(["--listen", "127.0.0.1:0", "--database-url", &database_url])
+            .args(["--database-url", &database_url])
             .arg("--data-dir")
             .arg(&dir.0)
             .arg("--jwks-file")
@@ -268,11 +271,17 @@ impl TestServer {
         let _ = self.child.kill().await;
     }
 
-    /// Kills the server (as a crash would) and starts it again on the same store.
+    /// Kills the server (as a crash would) and starts it again on the same store and port.
     pub async fn crash_and_restart(mut self) -> TestServer {
         self.kill().await;
+        // The same address, so that clients of the first process find the second.
+        let address = self.url.rsplit("://").next().unwrap_or_default().to_owned();
+        let mut args = self.args.clone();
+        if let Some(at) = args.iter().position(|arg| arg == "--listen") {
+            args[at + 1] = address.into();
+        }
         let mut command = Command::new(binary("argo-results-server"));
-        command.args(&self.args).current_dir(&self.dir.0);
+        command.args(&args).current_dir(&self.dir.0);
         let schema = self.schema.take();
         let database_url = self.database_url.clone();
         Self::launch(
@@ -374,4 +383,10 @@ impl TestServer {
         self.raw(reqwest::Method::GET, path, token, None, Vec::new())
             .await
     }
+}
+
+/// A loopback port that nothing listens on (until a test starts something there).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
 }

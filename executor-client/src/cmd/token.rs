@@ -9,6 +9,8 @@ use argo_results_proto::token::{
 };
 use clap::Args;
 
+use super::failure::Failure;
+
 /// Mint a token signed by the server's dev key (embedded default only).
 ///
 /// Examples:
@@ -47,23 +49,16 @@ pub struct TokenArgs {
     audience: String,
 
     /// How long the token is valid, e.g. 10m, 1h, 2h30m.
-    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    #[arg(long, default_value = "1h", value_parser = super::parse_duration)]
     ttl: Duration,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let signed: jiff::SignedDuration = text
-        .parse()
-        .map_err(|e| format!("{text:?} is not a duration like 10m or 1h: {e}"))?;
-    Duration::try_from(signed).map_err(|_| format!("{text:?} must be positive"))
-}
-
-pub fn run(args: &TokenArgs) -> Result<(), String> {
+pub fn run(args: &TokenArgs) -> Result<(), Failure> {
     let pem = std::fs::read(&args.key).map_err(|e| {
-        format!(
+        Failure::Other(format!(
             "cannot read the dev key {}: {e} (start argo-results-server without flags to make one, or pass --key)",
             args.key.display()
-        )
+        ))
     })?;
     let claims = match (
         &args.subject,
@@ -83,10 +78,14 @@ pub fn run(args: &TokenArgs) -> Result<(), String> {
             },
             args.ttl,
         ),
-        _ => return Err("give --namespace, --pod-name and --pod-uid, or --subject".into()),
+        _ => {
+            return Err(Failure::Usage(
+                "give --namespace, --pod-name and --pod-uid, or --subject".into(),
+            ));
+        }
     };
     let token = mint(&pem, DEV_KEY_ID, &claims)
-        .map_err(|e| format!("{}: not a dev key ({e})", args.key.display()))?;
+        .map_err(|e| Failure::Other(format!("{}: not a dev key ({e})", args.key.display())))?;
     println!("{token}");
     Ok(())
 }

@@ -25,6 +25,7 @@ macro_rules! on_both_backends {
 
 mod auth;
 mod bad_input;
+mod cli;
 mod concurrency;
 mod controller;
 mod cron;

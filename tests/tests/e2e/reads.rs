@@ -4,6 +4,7 @@ use argo_results_client::ListOptions;
 use argo_results_client::proto::{AbandonRequest, ProblemCode, ResultState};
 use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
 use argo_results_tests::{Backend, TestServer};
+use futures_util::StreamExt;
 
 on_both_backends!(
     list_orders_by_node_with_a_summary_and_a_state_filter,
@@ -123,6 +124,21 @@ async fn list_pages_with_continue_tokens_bound_to_their_query(backend: Backend) 
     }
     let expected: Vec<String> = (0..7).map(|i| step(i).node_id).collect();
     assert_eq!(seen, expected);
+
+    // The client's stream follows the same tokens.
+    let streamed: Vec<String> = reader
+        .list_all(
+            NS,
+            WF,
+            ListOptions {
+                limit: Some(2),
+                ..Default::default()
+            },
+        )
+        .map(|item| item.expect("item").node_id)
+        .collect()
+        .await;
+    assert_eq!(streamed, expected);
 
     let first = reader
         .list_results(

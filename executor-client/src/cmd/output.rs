@@ -1,0 +1,181 @@
+//! Human output: aligned tables, colour only on a terminal, ages, outputs in a few words.
+
+use std::io::IsTerminal;
+
+use argo_results_client::proto::{NodeResult, ResultState};
+use clap::ValueEnum;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+}
+
+/// Whether to colour stdout: a terminal, and `NO_COLOR` unset.
+pub fn colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// A cell and the ANSI colour it is shown in on a terminal.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    text: String,
+    ansi: Option<&'static str>,
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Self {
+        Cell { text, ansi: None }
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Self {
+        text.to_owned().into()
+    }
+}
+
+/// A state, coloured by what it means for the node.
+pub fn state_cell(state: ResultState) -> Cell {
+    let ansi = match state {
+        ResultState::Expected => "2",
+        ResultState::Reporting => "33",
+        ResultState::Completed => "32",
+        ResultState::Abandoned => "31",
+    };
+    Cell {
+        text: state.as_str().to_owned(),
+        ansi: Some(ansi),
+    }
+}
+
+/// One line of cells, each padded to its column's width but the last.
+fn line(cells: Vec<Cell>, widths: &[usize], colour: bool) -> String {
+    let last = cells.len().saturating_sub(1);
+    let mut line = String::new();
+    for (i, (cell, width)) in cells.into_iter().zip(widths).enumerate() {
+        let pad = if i == last {
+            0
+        } else {
+            width.saturating_sub(cell.text.chars().count()) + 3
+        };
+        match cell.ansi {
+            Some(ansi) if colour => line.push_str(&format!("\x1b[{ansi}m{}\x1b[0m", cell.text)),
+            _ => line.push_str(&cell.text),
+        }
+        line.push_str(&" ".repeat(pad));
+    }
+    line.trim_end().to_owned() + "\n"
+}
+
+/// Rows under a header, each column as wide as its widest cell.
+pub fn table(header: &[&str], rows: Vec<Vec<Cell>>) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.text.chars().count());
+        }
+    }
+    let colour = colour();
+    let mut out = line(
+        header.iter().map(|h| Cell::from(*h)).collect(),
+        &widths,
+        colour,
+    );
+    for row in rows {
+        out.push_str(&line(row, &widths, colour));
+    }
+    out
+}
+
+/// One row of a table printed as it streams, with fixed column widths.
+pub fn stream_row(cells: Vec<Cell>, widths: &[usize]) -> String {
+    line(cells, widths, colour())
+}
+
+/// How long ago an RFC 3339 time was, in kubectl's style: 45s, 12m, 3h, 5d.
+pub fn age(time: &str) -> String {
+    let Ok(then) = time.parse::<jiff::Timestamp>() else {
+        return "?".into();
+    };
+    let seconds = jiff::Timestamp::now().duration_since(then).as_secs().max(0);
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+fn count(n: usize, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+/// Argo's outputs in a few words: `2 parameters, 1 artifact, result`.
+pub fn outputs_summary(result: &NodeResult) -> String {
+    let Some(outputs) = result
+        .outputs
+        .as_ref()
+        .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok())
+    else {
+        return "-".into();
+    };
+    let items = |key: &str| {
+        outputs
+            .get(key)
+            .and_then(|v| v.as_array())
+            .map_or(0, Vec::len)
+    };
+    let mut parts = Vec::new();
+    if items("parameters") > 0 {
+        parts.push(count(items("parameters"), "parameter"));
+    }
+    if items("artifacts") > 0 {
+        parts.push(count(items("artifacts"), "artifact"));
+    }
+    for key in ["result", "exitCode"] {
+        if outputs.get(key).is_some_and(|v| !v.is_null()) {
+            parts.push(key.to_owned());
+        }
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// `value` as indented JSON (fields in their order) or as YAML (keys sorted, as kubectl
+/// does), with a final newline.
+pub fn document(value: &impl Serialize, format: Format) -> Result<String, String> {
+    match format {
+        Format::Yaml => {
+            let json = serde_json::to_value(value).map_err(|e| e.to_string())?;
+            Ok(super::yaml::to_yaml(&json))
+        }
+        _ => Ok(serde_json::to_string_pretty(value).map_err(|e| e.to_string())? + "\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up() {
+        let rows = vec![
+            vec![Cell::from("etl-1"), Cell::from("completed")],
+            vec![Cell::from("etl-100"), Cell::from("expected")],
+        ];
+        assert_eq!(
+            table(&["NODE", "STATE"], rows),
+            "NODE      STATE\netl-1     completed\netl-100   expected\n"
+        );
+    }
+}
