@@ -55,6 +55,25 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_JWKS_FILE")]
     pub jwks_file: Option<PathBuf>,
 
+    /// Trust the cluster's service-account keys, fetched through the Kubernetes API
+    /// (in-cluster config or KUBECONFIG) and refreshed as the cluster rotates them.
+    #[arg(long, env = "ARGO_RESULTS_KUBE_JWKS", conflicts_with_all = ["jwks_file", "token_review"])]
+    pub kube_jwks: bool,
+
+    /// Validate tokens with the Kubernetes TokenReview API instead (answers cached).
+    #[arg(long, env = "ARGO_RESULTS_TOKEN_REVIEW", conflicts_with = "jwks_file")]
+    pub token_review: bool,
+
+    /// Decide reader and controller rights with SubjectAccessReview on
+    /// argoproj.io/workflowtaskresults instead of --reader / --controller.
+    #[arg(long, env = "ARGO_RESULTS_RBAC", conflicts_with_all = ["readers", "controllers"])]
+    pub rbac: bool,
+
+    /// Accept writes with service-account tokens bound to no pod (Argo's
+    /// executor.serviceAccountName) where RBAC allows create on workflowtaskresults.
+    #[arg(long, env = "ARGO_RESULTS_ALLOW_UNBOUND_EXECUTOR_TOKENS")]
+    pub allow_unbound_executor_tokens: bool,
+
     /// Required `iss` of tokens (any issuer when unset; `iss` must still be present).
     #[arg(long, env = "ARGO_RESULTS_ISSUER")]
     pub issuer: Option<String>,

@@ -22,7 +22,10 @@ use tokio::sync::watch;
 
 use auth::dev::{DevKey, DevKeyError};
 use auth::keys::{KeyError, KeySet, TokenPolicy};
-use auth::{Authenticator, RoleLists};
+use auth::kube_keys::KubeKeys;
+use auth::rbac::Rbac;
+use auth::token_review::TokenReviewer;
+use auth::{Authenticator, Authorizer, KubeApi, RoleLists, Verifier};
 use config::{AuthMode, Config};
 use store::{SqlStore, StoreError};
 use validate::Limits;
@@ -35,8 +38,8 @@ pub enum StartError {
     #[error("--auth none is refused on {0}: it is allowed on a loopback address only")]
     UnauthenticatedOnNetwork(SocketAddr),
     #[error(
-        "no token validation is configured for {0}: give --jwks-file, or listen on a loopback \
-         address to use the dev key"
+        "no token validation is configured for {0}: give --jwks-file, --kube-jwks or \
+         --token-review, or listen on a loopback address to use the dev key"
     )]
     NoValidation(SocketAddr),
     #[error("--jwks-file {path}: {source}")]
@@ -46,6 +49,8 @@ pub enum StartError {
     },
     #[error("--jwks-file: {0}")]
     Jwks(#[from] KeyError),
+    #[error("Kubernetes API (in-cluster config or KUBECONFIG): {0}")]
+    Kube(kube::Error),
     #[error("dev key: {0}")]
     DevKey(#[from] DevKeyError),
     #[error("could not mint the dev admin token: {0}")]
@@ -63,44 +68,72 @@ pub enum StartError {
     Tls(std::io::Error),
 }
 
-/// How requests are authenticated, and the dev key when the embedded default made one.
-fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>), StartError> {
+/// How requests are authenticated and authorized, and the dev key when the embedded
+/// default made one.
+async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>), StartError> {
     let loopback = config.listen.ip().is_loopback();
-    let mut roles = RoleLists {
-        readers: config.readers.clone(),
-        controllers: config.controllers.clone(),
-    };
     if config.auth == AuthMode::None {
         if !loopback {
             return Err(StartError::UnauthenticatedOnNetwork(config.listen));
         }
         return Ok((Authenticator::disabled(), None));
     }
-    if let Some(path) = &config.jwks_file {
-        let text = std::fs::read_to_string(path).map_err(|source| StartError::JwksFile {
-            path: path.display().to_string(),
-            source,
-        })?;
-        let policy = TokenPolicy {
-            audience: config.audience.clone(),
-            issuer: config.issuer.clone(),
-        };
-        return Ok((
-            Authenticator::tokens(KeySet::from_jwks(&text, &policy)?, roles),
-            None,
-        ));
-    }
-    if !loopback {
-        return Err(StartError::NoValidation(config.listen));
-    }
+    let needs_kube = config.kube_jwks
+        || config.token_review
+        || config.rbac
+        || config.allow_unbound_executor_tokens;
+    let kube = match needs_kube {
+        true => Some(KubeApi(
+            kube::Client::try_default()
+                .await
+                .map_err(StartError::Kube)?,
+        )),
+        false => None,
+    };
     let policy = TokenPolicy {
         audience: config.audience.clone(),
-        issuer: Some(DEV_ISSUER.to_owned()),
+        issuer: config.issuer.clone(),
     };
-    let (dev, keys) = auth::dev::load_or_create(&config.data_dir, &policy)?;
-    roles.readers.push(DEV_ADMIN_SUBJECT.to_owned());
-    roles.controllers.push(DEV_ADMIN_SUBJECT.to_owned());
-    Ok((Authenticator::tokens(keys, roles), Some(dev)))
+    let mut roles = RoleLists {
+        readers: config.readers.clone(),
+        controllers: config.controllers.clone(),
+    };
+    let mut dev = None;
+    let verifier = match (&config.jwks_file, &kube) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).map_err(|source| StartError::JwksFile {
+                path: path.display().to_string(),
+                source,
+            })?;
+            Verifier::Keys(KeySet::from_jwks(&text, &policy)?)
+        }
+        (None, Some(kube)) if config.kube_jwks => {
+            Verifier::KubeKeys(KubeKeys::start(kube.clone(), policy))
+        }
+        (None, Some(kube)) if config.token_review => {
+            Verifier::TokenReview(TokenReviewer::new(kube.clone(), config.audience.clone()))
+        }
+        _ if loopback => {
+            let policy = TokenPolicy {
+                issuer: Some(DEV_ISSUER.to_owned()),
+                ..policy
+            };
+            let (key, keys) = auth::dev::load_or_create(&config.data_dir, &policy)?;
+            dev = Some(key);
+            roles.readers.push(DEV_ADMIN_SUBJECT.to_owned());
+            roles.controllers.push(DEV_ADMIN_SUBJECT.to_owned());
+            Verifier::Keys(keys)
+        }
+        _ => return Err(StartError::NoValidation(config.listen)),
+    };
+    let authorizer = match &kube {
+        Some(kube) if config.rbac => Authorizer::Rbac(Rbac::new(kube.clone())),
+        _ => Authorizer::Lists(roles),
+    };
+    let unbound = kube
+        .filter(|_| config.allow_unbound_executor_tokens)
+        .map(Rbac::new);
+    Ok((Authenticator::tokens(verifier, authorizer, unbound), dev))
 }
 
 /// What a newcomer needs to talk to the embedded default, printed once it listens.
@@ -126,7 +159,7 @@ fn dev_banner(
 
 /// Starts the server and serves until SIGTERM or SIGINT.
 pub async fn run(config: Config) -> Result<(), StartError> {
-    let (authenticator, dev) = authenticator(&config)?;
+    let (authenticator, dev) = authenticator(&config).await?;
     if config.auth == AuthMode::None {
         tracing::warn!(
             "AUTHENTICATION IS OFF (--auth none): anyone who can reach {} may read and write every result",

@@ -6,6 +6,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::auth::Reason;
+
 /// What became of a report; never a node ID or other unbounded value.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
@@ -22,6 +24,11 @@ struct OutcomeLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VersionLabels {
     version: &'static str,
 }
@@ -30,6 +37,7 @@ struct VersionLabels {
 pub struct Metrics {
     registry: Registry,
     reports: Family<OutcomeLabels, Counter>,
+    auth_failures: Family<ReasonLabels, Counter>,
     watchers: Gauge,
 }
 
@@ -55,6 +63,12 @@ impl Metrics {
         registry.register("build_info", "Version of the running server", build_info);
         let reports = Family::<OutcomeLabels, Counter>::default();
         registry.register("reports", "Reports received, by outcome", reports.clone());
+        let auth_failures = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "auth_failures",
+            "Requests refused by authentication or authorization, by reason",
+            auth_failures.clone(),
+        );
         let watchers = Gauge::default();
         registry.register(
             "feed_watchers",
@@ -64,7 +78,19 @@ impl Metrics {
         Metrics {
             registry,
             reports,
+            auth_failures,
             watchers,
+        }
+    }
+
+    /// Counts a refused request; `None` (the deciding service was unreachable) is not one.
+    pub fn auth_failure(&self, reason: Option<Reason>) {
+        if let Some(reason) = reason {
+            self.auth_failures
+                .get_or_create(&ReasonLabels {
+                    reason: reason.as_str(),
+                })
+                .inc();
         }
     }
 

@@ -10,7 +10,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 
-use super::AuthError;
+use super::{AuthError, Reason};
 
 /// Clock skew tolerated on `exp`, `nbf` and `iat`.
 const LEEWAY_SECONDS: u64 = 30;
@@ -99,26 +99,32 @@ impl KeySet {
     /// Verifies signature, algorithm, `exp`, `nbf`, `iss`, `aud` and the presence of `sub`
     /// and `iat`.
     pub fn verify(&self, token: &str) -> Result<TokenClaims, AuthError> {
-        let unauthenticated = |detail: String| AuthError::Unauthenticated(detail);
-        let header = jsonwebtoken::decode_header(token)
-            .map_err(|_| unauthenticated("malformed token: not a signed JWT".into()))?;
+        let header = jsonwebtoken::decode_header(token).map_err(|_| {
+            AuthError::unauthenticated(Reason::Malformed, "malformed token: not a signed JWT")
+        })?;
         let key = match &header.kid {
             Some(kid) => self.keys.iter().find(|k| k.kid.as_deref() == Some(kid)),
             None if self.keys.len() == 1 => self.keys.first(),
             None => None,
         }
         .ok_or_else(|| {
-            unauthenticated("token is signed by an untrusted key (unknown kid)".into())
+            AuthError::unauthenticated(
+                Reason::UnknownKey,
+                "token is signed by an untrusted key (unknown kid)",
+            )
         })?;
         if !key.validation.algorithms.contains(&header.alg) {
-            return Err(unauthenticated(format!(
-                "token algorithm {:?} is not its key's {:?}",
-                header.alg, key.validation.algorithms
-            )));
+            return Err(AuthError::unauthenticated(
+                Reason::AlgorithmMismatch,
+                format!(
+                    "token algorithm {:?} is not its key's {:?}",
+                    header.alg, key.validation.algorithms
+                ),
+            ));
         }
         jsonwebtoken::decode::<TokenClaims>(token, &key.key, &key.validation)
             .map(|data| data.claims)
-            .map_err(|e| unauthenticated(describe(e.kind(), &key.validation)))
+            .map_err(|e| describe(e.kind(), &key.validation))
     }
 }
 
@@ -145,26 +151,43 @@ impl TrustedKey {
     }
 }
 
-fn describe(kind: &ErrorKind, validation: &Validation) -> String {
-    match kind {
-        ErrorKind::ExpiredSignature => "token expired".into(),
-        ErrorKind::ImmatureSignature => "token is not valid yet (nbf)".into(),
-        ErrorKind::InvalidAudience => format!(
-            "token audience does not include {:?}",
-            validation
-                .aud
-                .iter()
-                .flatten()
-                .next()
-                .map(String::as_str)
-                .unwrap_or_default()
+fn describe(kind: &ErrorKind, validation: &Validation) -> AuthError {
+    let (reason, detail) = match kind {
+        ErrorKind::ExpiredSignature => (Reason::Expired, "token expired".to_owned()),
+        ErrorKind::ImmatureSignature => (
+            Reason::NotYetValid,
+            "token is not valid yet (nbf)".to_owned(),
         ),
-        ErrorKind::InvalidIssuer => "token issuer is not trusted".into(),
-        ErrorKind::MissingRequiredClaim(claim) => format!("token lacks the {claim} claim"),
-        ErrorKind::InvalidSignature => "token signature does not verify".into(),
-        ErrorKind::Json(_) => {
-            "token claims are malformed (exp, iat, iss, aud and sub are required)".into()
-        }
-        _ => "token is invalid".into(),
-    }
+        ErrorKind::InvalidAudience => (
+            Reason::WrongAudience,
+            format!(
+                "token audience does not include {:?}",
+                validation
+                    .aud
+                    .iter()
+                    .flatten()
+                    .next()
+                    .map(String::as_str)
+                    .unwrap_or_default()
+            ),
+        ),
+        ErrorKind::InvalidIssuer => (
+            Reason::WrongIssuer,
+            "token issuer is not trusted".to_owned(),
+        ),
+        ErrorKind::MissingRequiredClaim(claim) => (
+            Reason::MissingClaim,
+            format!("token lacks the {claim} claim"),
+        ),
+        ErrorKind::InvalidSignature => (
+            Reason::BadSignature,
+            "token signature does not verify".to_owned(),
+        ),
+        ErrorKind::Json(_) => (
+            Reason::MissingClaim,
+            "token claims are malformed (exp, iat, iss, aud and sub are required)".to_owned(),
+        ),
+        _ => (Reason::Malformed, "token is invalid".to_owned()),
+    };
+    AuthError::unauthenticated(reason, detail)
 }

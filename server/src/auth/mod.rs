@@ -1,12 +1,21 @@
 //! Who is calling and what they may do (API section 8).
 //!
-//! A bearer token is verified offline against trusted keys ([`keys`]); its subject is mapped
-//! to reader and controller roles by the `--reader` / `--controller` lists; a token naming a
-//! pod (`kubernetes.io.pod`) may write only its own node's result ([`pod`]).
+//! A bearer token is verified ([`Verifier`]): offline against a JWKS file or the dev key
+//! ([`keys`]), against the cluster's keys fetched through the Kubernetes API
+//! ([`kube_keys`]), or by the API server itself ([`token_review`]). Reads and controller
+//! operations are then authorized ([`Authorizer`]) by the `--reader` / `--controller` lists
+//! or by SubjectAccessReview ([`rbac`]). A token bound to a pod may write only its own
+//! node's result ([`pod`]).
 
+mod cache;
 pub mod dev;
 pub mod keys;
+pub mod kube_keys;
 pub mod pod;
+pub mod rbac;
+pub mod token_review;
+
+use std::collections::BTreeMap;
 
 use argo_results_proto::token::TokenClaims;
 use argo_results_proto::{PodRef, Role, Whoami};
@@ -14,58 +23,187 @@ use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 
 use keys::KeySet;
+use kube_keys::KubeKeys;
+use rbac::Rbac;
+use token_review::TokenReviewer;
+
+/// The Kubernetes API client, for the modes that ask the API server.
+#[derive(Clone)]
+pub struct KubeApi(pub kube::Client);
+
+impl std::fmt::Debug for KubeApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KubeApi")
+    }
+}
 
 /// Tokens longer than this are refused before any parsing.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// The `user.extra` keys under which Kubernetes names a bound token's pod.
+pub const EXTRA_POD_NAME: &str = "authentication.kubernetes.io/pod-name";
+pub const EXTRA_POD_UID: &str = "authentication.kubernetes.io/pod-uid";
 
-#[derive(Debug, thiserror::Error)]
+/// Why a request was refused, as counted in `argo_results_auth_failures_total{reason}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    Missing,
+    NotBearer,
+    TooLarge,
+    Malformed,
+    UnknownKey,
+    AlgorithmMismatch,
+    BadSignature,
+    Expired,
+    NotYetValid,
+    WrongAudience,
+    WrongIssuer,
+    MissingClaim,
+    SubjectMismatch,
+    ReviewDenied,
+    Forbidden,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Missing => "missing",
+            Reason::NotBearer => "not_bearer",
+            Reason::TooLarge => "too_large",
+            Reason::Malformed => "malformed",
+            Reason::UnknownKey => "unknown_key",
+            Reason::AlgorithmMismatch => "algorithm_mismatch",
+            Reason::BadSignature => "bad_signature",
+            Reason::Expired => "expired",
+            Reason::NotYetValid => "not_yet_valid",
+            Reason::WrongAudience => "wrong_audience",
+            Reason::WrongIssuer => "wrong_issuer",
+            Reason::MissingClaim => "missing_claim",
+            Reason::SubjectMismatch => "subject_mismatch",
+            Reason::ReviewDenied => "review_denied",
+            Reason::Forbidden => "forbidden",
+        }
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum AuthError {
     /// No usable credentials: 401.
-    #[error("{0}")]
-    Unauthenticated(String),
+    #[error("{detail}")]
+    Unauthenticated { reason: Reason, detail: String },
     /// Valid credentials without the right: 403.
     #[error("{0}")]
     Forbidden(String),
+    /// The keys or the Kubernetes API needed to decide are not reachable: 503.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
-/// The verified caller of one request.
-#[derive(Debug, Clone)]
+impl AuthError {
+    pub fn unauthenticated(reason: Reason, detail: impl Into<String>) -> Self {
+        AuthError::Unauthenticated {
+            reason,
+            detail: detail.into(),
+        }
+    }
+
+    /// The reason to count this failure under.
+    pub fn reason(&self) -> Option<Reason> {
+        match self {
+            AuthError::Unauthenticated { reason, .. } => Some(*reason),
+            AuthError::Forbidden(_) => Some(Reason::Forbidden),
+            AuthError::Unavailable(_) => None,
+        }
+    }
+}
+
+/// The verified caller of one request, as Kubernetes would describe the user.
+#[derive(Debug, Clone, Default)]
 pub struct Caller {
     pub subject: String,
+    pub groups: Vec<String>,
+    pub uid: Option<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+    /// The service account's namespace.
     pub namespace: Option<String>,
+    /// The pod a bound token names.
     pub pod: Option<PodRef>,
-    pub roles: Vec<Role>,
     /// `--auth none`: every operation is allowed.
     pub unrestricted: bool,
 }
 
 impl Caller {
-    /// Fails unless the caller holds `role`; a controller is also a reader.
-    pub fn require(&self, role: Role) -> Result<(), AuthError> {
-        let held = self.unrestricted
-            || self.roles.contains(&role)
-            || (role == Role::Reader && self.roles.contains(&Role::Controller));
-        if held {
-            return Ok(());
-        }
-        let what = match role {
-            Role::Reader => "read results: that takes a --reader or --controller subject",
-            Role::Controller => "perform controller operations: that takes a --controller subject",
-            Role::Pod => "report a result: that takes a pod's projected service-account token",
+    /// The caller a verified JWT describes, with the groups and extra Kubernetes gives a
+    /// service account's token. `sub` must agree with the `kubernetes.io` claim.
+    pub fn from_claims(claims: TokenClaims) -> Result<Self, AuthError> {
+        let mut caller = Caller {
+            subject: claims.sub,
+            groups: vec!["system:authenticated".to_owned()],
+            ..Caller::default()
         };
-        Err(AuthError::Forbidden(format!(
-            "{} may not {what}",
-            self.subject
-        )))
+        let Some(kubernetes) = claims.kubernetes else {
+            return Ok(caller);
+        };
+        if let Some(account) = &kubernetes.serviceaccount {
+            let expected = format!(
+                "system:serviceaccount:{}:{}",
+                kubernetes.namespace, account.name
+            );
+            if caller.subject != expected {
+                return Err(AuthError::unauthenticated(
+                    Reason::SubjectMismatch,
+                    format!(
+                        "token subject {:?} disagrees with its kubernetes.io claim ({expected})",
+                        caller.subject
+                    ),
+                ));
+            }
+            caller.uid = Some(account.uid.clone());
+            caller.groups.splice(
+                0..0,
+                [
+                    "system:serviceaccounts".to_owned(),
+                    format!("system:serviceaccounts:{}", kubernetes.namespace),
+                ],
+            );
+        }
+        if let Some(pod) = kubernetes.pod {
+            caller
+                .extra
+                .insert(EXTRA_POD_NAME.to_owned(), vec![pod.name.clone()]);
+            caller
+                .extra
+                .insert(EXTRA_POD_UID.to_owned(), vec![pod.uid.clone()]);
+            caller.pod = Some(PodRef {
+                name: pod.name,
+                uid: pod.uid,
+            });
+        }
+        caller.namespace = Some(kubernetes.namespace);
+        Ok(caller)
+    }
+}
+
+/// What an operation needs, as a verb on `argoproj.io/workflowtaskresults`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    Get,
+    List,
+    Create,
+    Delete,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Create => "create",
+            Verb::Delete => "delete",
+        }
     }
 
-    pub fn whoami(&self) -> Whoami {
-        Whoami {
-            subject: self.subject.clone(),
-            namespace: self.namespace.clone(),
-            pod: self.pod.clone(),
-            roles: self.roles.clone(),
-        }
+    fn is_read(self) -> bool {
+        matches!(self, Verb::Get | Verb::List)
     }
 }
 
@@ -76,19 +214,63 @@ pub struct RoleLists {
     pub controllers: Vec<String>,
 }
 
+/// How a token becomes a [`Caller`].
+#[derive(Debug)]
+pub enum Verifier {
+    Keys(KeySet),
+    KubeKeys(std::sync::Arc<KubeKeys>),
+    TokenReview(TokenReviewer),
+}
+
+/// How a caller's rights are decided.
+#[derive(Debug)]
+pub enum Authorizer {
+    Lists(RoleLists),
+    Rbac(Rbac),
+}
+
+#[derive(Debug)]
+struct Tokens {
+    verifier: Verifier,
+    authorizer: Authorizer,
+    /// Authorizes writes with tokens bound to no pod (`--allow-unbound-executor-tokens`).
+    unbound: Option<Rbac>,
+}
+
 #[derive(Debug)]
 enum Mode {
     /// `--auth none`, loopback only.
     Disabled,
-    Tokens {
-        keys: KeySet,
-        roles: RoleLists,
-    },
+    Tokens(Box<Tokens>),
 }
 
 #[derive(Debug)]
 pub struct Authenticator {
     mode: Mode,
+}
+
+fn bearer(headers: &HeaderMap) -> Result<&str, AuthError> {
+    let unauthenticated = |reason, detail: &str| Err(AuthError::unauthenticated(reason, detail));
+    let Some(value) = headers.get(AUTHORIZATION) else {
+        return unauthenticated(Reason::Missing, "missing Authorization: Bearer <token>");
+    };
+    if value.len() > MAX_TOKEN_BYTES + 7 {
+        return unauthenticated(Reason::TooLarge, "token is larger than 16 KiB");
+    }
+    let Ok(value) = value.to_str() else {
+        return unauthenticated(Reason::Malformed, "Authorization header is not ASCII");
+    };
+    match value.split_once(' ') {
+        Some((scheme, token))
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+        {
+            Ok(token.trim())
+        }
+        _ => unauthenticated(
+            Reason::NotBearer,
+            "only Authorization: Bearer <token> is accepted",
+        ),
+    }
 }
 
 impl Authenticator {
@@ -98,90 +280,141 @@ impl Authenticator {
         }
     }
 
-    pub fn tokens(keys: KeySet, roles: RoleLists) -> Self {
+    pub fn tokens(verifier: Verifier, authorizer: Authorizer, unbound: Option<Rbac>) -> Self {
         Authenticator {
-            mode: Mode::Tokens { keys, roles },
+            mode: Mode::Tokens(Box::new(Tokens {
+                verifier,
+                authorizer,
+                unbound,
+            })),
         }
     }
 
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, AuthError> {
-        let (keys, roles) = match &self.mode {
+    /// Whether the keys needed to verify tokens are loaded.
+    pub fn ready(&self) -> bool {
+        match &self.mode {
+            Mode::Tokens(tokens) => match &tokens.verifier {
+                Verifier::KubeKeys(keys) => keys.loaded(),
+                _ => true,
+            },
+            Mode::Disabled => true,
+        }
+    }
+
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, AuthError> {
+        let verifier = match &self.mode {
             Mode::Disabled => {
                 return Ok(Caller {
                     subject: "anonymous (--auth none)".into(),
-                    namespace: None,
-                    pod: None,
-                    roles: vec![Role::Reader, Role::Controller],
                     unrestricted: true,
+                    ..Caller::default()
                 });
             }
-            Mode::Tokens { keys, roles } => (keys, roles),
+            Mode::Tokens(tokens) => &tokens.verifier,
         };
         let token = bearer(headers)?;
-        let claims = keys.verify(token)?;
-        caller_from(claims, roles)
+        match verifier {
+            Verifier::Keys(keys) => Caller::from_claims(keys.verify(token)?),
+            Verifier::KubeKeys(keys) => Caller::from_claims(keys.verify(token).await?),
+            Verifier::TokenReview(reviewer) => reviewer.review(token).await,
+        }
     }
-}
 
-fn bearer(headers: &HeaderMap) -> Result<&str, AuthError> {
-    let unauthenticated = |detail: &str| Err(AuthError::Unauthenticated(detail.into()));
-    let Some(value) = headers.get(AUTHORIZATION) else {
-        return unauthenticated("missing Authorization: Bearer <token>");
-    };
-    if value.len() > MAX_TOKEN_BYTES + 7 {
-        return unauthenticated("token is larger than 16 KiB");
+    /// Allows `verb` in `namespace` (`None`: across namespaces) or says why not.
+    pub async fn authorize(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        namespace: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let authorizer = match &self.mode {
+            Mode::Tokens(tokens) if !caller.unrestricted => &tokens.authorizer,
+            _ => return Ok(()),
+        };
+        let allowed = match authorizer {
+            Authorizer::Lists(lists) => {
+                lists.controllers.contains(&caller.subject)
+                    || (verb.is_read() && lists.readers.contains(&caller.subject))
+            }
+            Authorizer::Rbac(rbac) => rbac.allows(caller, verb, namespace).await?,
+        };
+        if allowed {
+            return Ok(());
+        }
+        let needs = match authorizer {
+            Authorizer::Lists(_) if verb.is_read() => {
+                "a --reader or --controller subject".to_owned()
+            }
+            Authorizer::Lists(_) => "a --controller subject".to_owned(),
+            Authorizer::Rbac(_) => format!(
+                "RBAC allowing {} on workflowtaskresults.argoproj.io {}",
+                verb.as_str(),
+                namespace.map_or("in all namespaces".to_owned(), |ns| format!(
+                    "in namespace {ns}"
+                ))
+            ),
+        };
+        Err(AuthError::Forbidden(format!(
+            "{} may not {} results: that takes {needs}",
+            caller.subject,
+            verb.as_str()
+        )))
     }
-    let Ok(value) = value.to_str() else {
-        return unauthenticated("Authorization header is not ASCII");
-    };
-    match value.split_once(' ') {
-        Some((scheme, token))
-            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+
+    /// Decides whether a token bound to no pod may write in `namespace`.
+    pub async fn allow_unbound_write(
+        &self,
+        caller: &Caller,
+        namespace: &str,
+    ) -> Result<(), AuthError> {
+        let unbound = match &self.mode {
+            Mode::Tokens(tokens) => tokens.unbound.as_ref(),
+            Mode::Disabled => None,
+        };
+        let Some(unbound) = unbound else {
+            return Err(AuthError::Forbidden(format!(
+                "{} is not bound to a pod (a Secret-based token, as Argo mounts with \
+                 executor.serviceAccountName): only a pod's projected token may report; start \
+                 the server with --allow-unbound-executor-tokens to accept such tokens where \
+                 RBAC allows create on workflowtaskresults",
+                caller.subject
+            )));
+        };
+        if unbound
+            .allows(caller, Verb::Create, Some(namespace))
+            .await?
         {
-            Ok(token.trim())
+            Ok(())
+        } else {
+            Err(AuthError::Forbidden(format!(
+                "{} may not report in namespace {namespace}: RBAC does not allow create on \
+                 workflowtaskresults.argoproj.io there",
+                caller.subject
+            )))
         }
-        _ => unauthenticated("only Authorization: Bearer <token> is accepted"),
     }
-}
 
-fn caller_from(claims: TokenClaims, roles: &RoleLists) -> Result<Caller, AuthError> {
-    let mut granted = Vec::new();
-    let (namespace, pod) = match claims.kubernetes {
-        Some(kubernetes) => {
-            if let Some(account) = &kubernetes.serviceaccount {
-                let expected = format!(
-                    "system:serviceaccount:{}:{}",
-                    kubernetes.namespace, account.name
-                );
-                if claims.sub != expected {
-                    return Err(AuthError::Unauthenticated(format!(
-                        "token subject {:?} disagrees with its kubernetes.io claim ({expected})",
-                        claims.sub
-                    )));
-                }
-            }
-            let pod = kubernetes.pod.map(|pod| PodRef {
-                name: pod.name,
-                uid: pod.uid,
-            });
-            if pod.is_some() {
-                granted.push(Role::Pod);
-            }
-            (Some(kubernetes.namespace), pod)
+    /// The roles `whoami` shows: decided the way requests are.
+    pub async fn roles(&self, caller: &Caller) -> Result<Vec<Role>, AuthError> {
+        let mut roles = Vec::new();
+        if caller.pod.is_some() {
+            roles.push(Role::Pod);
         }
-        None => (None, None),
-    };
-    if roles.readers.contains(&claims.sub) {
-        granted.push(Role::Reader);
+        if self.authorize(caller, Verb::List, None).await.is_ok() {
+            roles.push(Role::Reader);
+        }
+        if self.authorize(caller, Verb::Create, None).await.is_ok() {
+            roles.push(Role::Controller);
+        }
+        Ok(roles)
     }
-    if roles.controllers.contains(&claims.sub) {
-        granted.push(Role::Controller);
+
+    pub async fn whoami(&self, caller: &Caller) -> Result<Whoami, AuthError> {
+        Ok(Whoami {
+            subject: caller.subject.clone(),
+            namespace: caller.namespace.clone(),
+            pod: caller.pod.clone(),
+            roles: self.roles(caller).await?,
+        })
     }
-    Ok(Caller {
-        subject: claims.sub,
-        namespace,
-        pod,
-        roles: granted,
-        unrestricted: false,
-    })
 }

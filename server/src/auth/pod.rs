@@ -2,7 +2,8 @@
 
 use argo_results_proto::ReportRequest;
 
-use super::{AuthError, Caller};
+use super::{AuthError, Authenticator, Caller};
+use crate::http::NodePath;
 
 /// Argo's v2 pod names cut `<workflow>-<template>` to this length before `-<hash>`.
 const V2_PREFIX_MAX: usize = 242;
@@ -34,47 +35,51 @@ pub fn pod_belongs_to_node(pod_name: &str, workflow: &str, node_id: &str) -> boo
 }
 
 /// Checks that the caller is the pod the report says it comes from, in the URL's
-/// namespace, running the URL's node.
-pub fn authorize_report(
+/// namespace, running the URL's node. A service-account token bound to no pod may write
+/// only where `--allow-unbound-executor-tokens` and RBAC let it; the store then binds the
+/// result to the body's pod UID.
+pub async fn authorize_report(
+    auth: &Authenticator,
     caller: &Caller,
-    namespace: &str,
-    workflow: &str,
-    node_id: &str,
+    path: &NodePath,
     body: &ReportRequest,
 ) -> Result<(), AuthError> {
     if caller.unrestricted {
         return Ok(());
     }
     let forbidden = |detail: String| Err(AuthError::Forbidden(detail));
-    let Some(pod) = &caller.pod else {
+    let Some(token_namespace) = caller.namespace.as_deref() else {
         return forbidden(format!(
             "{} may not report a result: only a step's pod may, with its projected service-account token",
             caller.subject
         ));
     };
-    if caller.namespace.as_deref() != Some(namespace) {
+    if token_namespace != path.namespace {
         return forbidden(format!(
-            "pod {} is in namespace {}, not {namespace}",
-            pod.name,
-            caller.namespace.as_deref().unwrap_or("?")
+            "{} is in namespace {token_namespace}, not {}",
+            caller.subject, path.namespace
         ));
     }
-    if pod.uid != body.pod_uid {
-        return forbidden(format!(
-            "the token's pod UID {} is not the body's podUid {}",
-            pod.uid, body.pod_uid
-        ));
+    match &caller.pod {
+        Some(pod) if pod.uid != body.pod_uid => {
+            return forbidden(format!(
+                "the token's pod UID {} is not the body's podUid {}",
+                pod.uid, body.pod_uid
+            ));
+        }
+        Some(pod) if pod.name != body.pod_name => {
+            return forbidden(format!(
+                "the token's pod {} is not the body's podName {}",
+                pod.name, body.pod_name
+            ));
+        }
+        Some(_) => {}
+        None => auth.allow_unbound_write(caller, &path.namespace).await?,
     }
-    if pod.name != body.pod_name {
+    if !pod_belongs_to_node(&body.pod_name, &path.workflow, &path.node_id) {
         return forbidden(format!(
-            "the token's pod {} is not the body's podName {}",
-            pod.name, body.pod_name
-        ));
-    }
-    if !pod_belongs_to_node(&pod.name, workflow, node_id) {
-        return forbidden(format!(
-            "pod {} does not run node {node_id} of workflow {workflow}",
-            pod.name
+            "pod {} does not run node {} of workflow {}",
+            body.pod_name, path.node_id, path.workflow
         ));
     }
     Ok(())

@@ -11,6 +11,6 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        Ok(state.auth.authenticate(&parts.headers)?)
+        Ok(state.counted(state.auth.authenticate(&parts.headers).await)?)
     }
 }

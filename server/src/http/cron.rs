@@ -1,6 +1,6 @@
 //! Cron run claims: each scheduled tick of a cron workflow runs exactly once.
 
-use argo_results_proto::{Claim, ClaimList, ClaimRequest, Problem, Role};
+use argo_results_proto::{Claim, ClaimList, ClaimRequest, Problem};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -12,7 +12,7 @@ use super::body::JsonBody;
 use super::error::ApiResult;
 use super::json;
 use super::params::{CronPath, Names, QueryParams, invalid_parameter};
-use crate::auth::Caller;
+use crate::auth::{Caller, Verb};
 use crate::store::NewClaim;
 use crate::validate;
 
@@ -48,7 +48,9 @@ pub async fn claim(
     Names(path): Names<CronPath>,
     JsonBody(body): JsonBody<ClaimRequest>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Controller)?;
+    state
+        .authorize(&caller, Verb::Create, Some(&path.namespace))
+        .await?;
     let scheduled_millis = validate::claim(&body)?;
     let claim = state
         .store
@@ -83,7 +85,9 @@ pub async fn claims(
     Names(path): Names<CronPath>,
     QueryParams(params): QueryParams<ClaimsParams>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Reader)?;
+    state
+        .authorize(&caller, Verb::List, Some(&path.namespace))
+        .await?;
     if let Some(uid) = &params.cron_workflow_uid {
         validate::uid("cronWorkflowUid", uid).map_err(invalid_parameter)?;
     }

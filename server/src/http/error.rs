@@ -121,10 +121,11 @@ impl From<FieldError> for ApiError {
 impl From<AuthError> for ApiError {
     fn from(error: AuthError) -> Self {
         match error {
-            AuthError::Unauthenticated(detail) => {
+            AuthError::Unauthenticated { detail, .. } => {
                 ApiError::new(ProblemCode::Unauthenticated, detail)
             }
             AuthError::Forbidden(detail) => ApiError::new(ProblemCode::Forbidden, detail),
+            AuthError::Unavailable(detail) => ApiError::new(ProblemCode::Unavailable, detail),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The controller registers each pod's expected result, so that "not reported yet" can
 //! never read as "nothing expected".
 
-use argo_results_proto::{ExpectationRequest, NodeResult, Problem, Role};
+use argo_results_proto::{ExpectationRequest, NodeResult, Problem};
 use axum::extract::State;
 use axum::response::Response;
 
@@ -9,7 +9,7 @@ use super::body::JsonBody;
 use super::error::ApiResult;
 use super::params::{Names, NodePath};
 use super::{AppState, written};
-use crate::auth::Caller;
+use crate::auth::{Caller, Verb};
 use crate::store::{Expectation, ResultKey};
 use crate::validate;
 
@@ -38,7 +38,9 @@ pub async fn expect(
     Names(path): Names<NodePath>,
     JsonBody(body): JsonBody<ExpectationRequest>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Controller)?;
+    state
+        .authorize(&caller, Verb::Create, Some(&path.namespace))
+        .await?;
     validate::expectation(&body)?;
     let key = ResultKey {
         namespace: path.namespace,

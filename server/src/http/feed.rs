@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use argo_results_proto::{FeedPage, Problem, ProblemCode, Role};
+use argo_results_proto::{FeedPage, Problem, ProblemCode};
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,7 +13,7 @@ use utoipa::IntoParams;
 use super::AppState;
 use super::error::{ApiError, ApiResult};
 use super::params::{QueryParams, invalid_parameter, limit};
-use crate::auth::Caller;
+use crate::auth::{Caller, Verb};
 use crate::store::FeedChunk;
 use crate::validate::dns_label;
 
@@ -74,7 +74,9 @@ pub async fn feed(
     caller: Caller,
     QueryParams(params): QueryParams<FeedParams>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Reader)?;
+    state
+        .authorize(&caller, Verb::List, params.namespace.as_deref())
+        .await?;
     if let Some(namespace) = &params.namespace {
         dns_label("namespace", namespace).map_err(invalid_parameter)?;
     }

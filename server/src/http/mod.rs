@@ -9,6 +9,8 @@ mod expectations;
 mod feed;
 mod openapi;
 mod params;
+
+pub use params::NodePath;
 mod probes;
 mod results;
 mod whoami;
@@ -25,7 +27,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::Authenticator;
+use crate::auth::{AuthError, Authenticator, Caller, Verb};
 use crate::metrics::Metrics;
 use crate::store::{Outcome, Store, Written};
 use crate::validate::Limits;
@@ -38,6 +40,26 @@ pub struct AppState {
     pub limits: Limits,
     /// Turns `true` when the server starts shutting down; long polls end early then.
     pub stopping: watch::Receiver<bool>,
+}
+
+impl AppState {
+    /// Counts a refusal by its reason on the way out.
+    fn counted<T>(&self, decided: Result<T, AuthError>) -> Result<T, AuthError> {
+        if let Err(error) = &decided {
+            self.metrics.auth_failure(error.reason());
+        }
+        decided
+    }
+
+    /// Allows `verb` on results in `namespace` (`None`: all namespaces) or refuses.
+    async fn authorize(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        namespace: Option<&str>,
+    ) -> Result<(), AuthError> {
+        self.counted(self.auth.authorize(caller, verb, namespace).await)
+    }
 }
 
 fn json(status: StatusCode, value: &impl Serialize) -> Response {

@@ -13,8 +13,15 @@ pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// The store answers (migrations are applied before the server listens, and keys loaded).
+/// The store answers and the token keys are loaded (migrations run before the server listens).
 pub async fn readyz(State(state): State<AppState>) -> Response {
+    if !state.auth.ready() {
+        return ApiError::new(
+            ProblemCode::Unavailable,
+            "the token signing keys are not loaded yet",
+        )
+        .into_response();
+    }
     match state.store.ping().await {
         Ok(()) => "ready\n".into_response(),
         Err(error) => {

@@ -3,7 +3,7 @@
 
 use argo_results_proto::{
     AbandonRequest, DeleteResponse, NodeResult, PROTOCOL_VERSION, Problem, ProblemCode,
-    ReportRequest, ResultList, ResultState, Role,
+    ReportRequest, ResultList, ResultState,
 };
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -16,7 +16,7 @@ use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
 use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
 use super::{AppState, json, written};
-use crate::auth::{Caller, pod};
+use crate::auth::{Caller, Verb, pod};
 use crate::metrics::ReportOutcome;
 use crate::store::Outcome;
 use crate::store::{ListQuery, Report, ResultKey};
@@ -119,13 +119,7 @@ pub async fn report(
         .with_field("protocolVersion"));
     }
     validate::report(&body, &state.limits)?;
-    pod::authorize_report(
-        &caller,
-        &path.namespace,
-        &path.workflow,
-        &path.node_id,
-        &body,
-    )?;
+    state.counted(pod::authorize_report(&state.auth, &caller, &path, &body).await)?;
     let report = Report {
         pod_name: body.pod_name,
         pod_uid: body.pod_uid,
@@ -172,7 +166,9 @@ pub async fn abandon(
     Names(path): Names<NodePath>,
     JsonBody(body): JsonBody<AbandonRequest>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Controller)?;
+    state
+        .authorize(&caller, Verb::Delete, Some(&path.namespace))
+        .await?;
     validate::abandon(&body)?;
     let stored = state
         .store
@@ -202,7 +198,9 @@ pub async fn get(
     Names(path): Names<NodePath>,
     QueryParams(query): QueryParams<UidQuery>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Reader)?;
+    state
+        .authorize(&caller, Verb::Get, Some(&path.namespace))
+        .await?;
     let uid = optional_uid(query.workflow_uid)?;
     let node_id = path.node_id.clone();
     match state
@@ -238,7 +236,9 @@ pub async fn list(
     Names(path): Names<WorkflowPath>,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Reader)?;
+    state
+        .authorize(&caller, Verb::List, Some(&path.namespace))
+        .await?;
     let state_filter = match params.state.as_deref() {
         None => None,
         Some(text) => Some(ResultState::parse(text).ok_or_else(|| {
@@ -309,7 +309,9 @@ pub async fn delete(
     Names(path): Names<WorkflowPath>,
     QueryParams(params): QueryParams<DeleteParams>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Controller)?;
+    state
+        .authorize(&caller, Verb::Delete, Some(&path.namespace))
+        .await?;
     let Some(uid) = optional_uid(params.workflow_uid)? else {
         return Err(ApiError::new(
             ProblemCode::InvalidParameter,

@@ -1,10 +1,12 @@
 //! The first thing an admin runs when a call is refused.
 
 use argo_results_proto::{Problem, Whoami};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::json;
+use super::error::ApiResult;
+use super::{AppState, json};
 use crate::auth::Caller;
 
 /// Who the server thinks the caller is: subject, namespace, pod and roles.
@@ -15,9 +17,10 @@ use crate::auth::Caller;
     responses(
         (status = 200, description = "The caller", body = Whoami),
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "unavailable: the Kubernetes API could not be asked", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
-pub async fn whoami(caller: Caller) -> Response {
-    json(StatusCode::OK, &caller.whoami())
+pub async fn whoami(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
+    Ok(json(StatusCode::OK, &state.auth.whoami(&caller).await?))
 }

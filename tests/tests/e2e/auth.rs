@@ -32,7 +32,11 @@ async fn whoami_names_each_kind_of_caller(backend: Backend) {
     let server = TestServer::start(backend).await;
     let me = server.controller().whoami().await.expect("controller");
     assert_eq!(me.subject, CONTROLLER);
-    assert_eq!(me.roles, [Role::Controller]);
+    assert_eq!(
+        me.roles,
+        [Role::Reader, Role::Controller],
+        "a controller also reads"
+    );
     assert_eq!(
         server.reader().whoami().await.expect("reader").roles,
         [Role::Reader]

@@ -1,0 +1,78 @@
+//! `--rbac`: rights decided by the RBAC operators already wrote for Argo's task results,
+//! through SubjectAccessReview on `argoproj.io/workflowtaskresults`. Decisions are cached,
+//! allowed for 10 s and denied for 1 s.
+
+use std::time::Duration;
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use kube::api::{Api, PostParams};
+
+use super::cache::TtlCache;
+use super::{AuthError, Caller, KubeApi, Verb};
+
+const ALLOWED_FOR: Duration = Duration::from_secs(10);
+const DENIED_FOR: Duration = Duration::from_secs(1);
+const CACHED_DECISIONS: usize = 10_000;
+
+#[derive(Debug)]
+pub struct Rbac {
+    client: KubeApi,
+    cache: TtlCache<String, bool>,
+}
+
+impl Rbac {
+    pub fn new(client: KubeApi) -> Self {
+        Rbac {
+            client,
+            cache: TtlCache::new(CACHED_DECISIONS),
+        }
+    }
+
+    /// Whether `caller` may `verb` workflow task results in `namespace` (`None`: all).
+    pub async fn allows(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        namespace: Option<&str>,
+    ) -> Result<bool, AuthError> {
+        let key = format!(
+            "{}\n{:?}\n{:?}\n{:?}\n{}\n{}",
+            caller.subject,
+            caller.uid,
+            caller.groups,
+            caller.extra,
+            verb.as_str(),
+            namespace.unwrap_or("")
+        );
+        if let Some(allowed) = self.cache.get(&key) {
+            return Ok(allowed);
+        }
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some("argoproj.io".into()),
+                    resource: Some("workflowtaskresults".into()),
+                    verb: Some(verb.as_str().into()),
+                    namespace: namespace.map(str::to_owned),
+                    ..ResourceAttributes::default()
+                }),
+                user: Some(caller.subject.clone()),
+                groups: Some(caller.groups.clone()),
+                uid: caller.uid.clone(),
+                extra: Some(caller.extra.clone()),
+                ..SubjectAccessReviewSpec::default()
+            },
+            ..SubjectAccessReview::default()
+        };
+        let reviewed = Api::<SubjectAccessReview>::all(self.client.0.clone())
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|e| AuthError::Unavailable(format!("SubjectAccessReview failed: {e}")))?;
+        let allowed = reviewed.status.is_some_and(|status| status.allowed);
+        self.cache
+            .insert(key, allowed, if allowed { ALLOWED_FOR } else { DENIED_FOR });
+        Ok(allowed)
+    }
+}
