@@ -5,6 +5,7 @@
 //! Postgres is `postgres://postgres@127.0.0.1:5432/test` unless `ARGO_RESULTS_TEST_POSTGRES`
 //! names another; each server gets a schema of its own.
 
+pub mod fake_kube;
 pub mod fixtures;
 pub mod server;
 pub mod tls;

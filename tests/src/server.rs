@@ -11,6 +11,7 @@ use sqlx::AnyPool;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use crate::fake_kube::FakeKube;
 use crate::tokens::{self, CONTROLLER, ISSUER, READER};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,8 +78,9 @@ impl Drop for ScratchDir {
 #[derive(Debug)]
 pub struct TestServer {
     child: Child,
-    /// The server's arguments, to start it again on the same store.
+    /// The server's arguments and environment, to start it again on the same store.
     args: Vec<std::ffi::OsString>,
+    envs: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     url: String,
     /// What the server printed on stdout.
     stdout: Arc<Mutex<String>>,
@@ -97,10 +99,18 @@ impl TestServer {
 
     /// As [`TestServer::start`], with more flags.
     pub async fn start_with(backend: Backend, flags: &[&str]) -> Self {
+        Self::start_configured(backend, None, flags).await
+    }
+
+    /// A server that asks `kube` (the fake API server), e.g. with `--kube-jwks` or
+    /// `--token-review` among `flags`.
+    pub async fn start_kube(backend: Backend, kube: &FakeKube, flags: &[&str]) -> Self {
+        Self::start_configured(backend, Some(kube), flags).await
+    }
+
+    async fn start_configured(backend: Backend, kube: Option<&FakeKube>, flags: &[&str]) -> Self {
         sqlx::any::install_default_drivers();
         let dir = Arc::new(ScratchDir::new());
-        let jwks = dir.0.join("jwks.json");
-        std::fs::write(&jwks, &tokens::keys().jwks).expect("write JWKS");
         let (database_url, schema) = match backend {
             Backend::Sqlite => (
                 format!("sqlite://{}", dir.0.join("results.db").display()),
@@ -135,18 +145,24 @@ impl TestServer {
         command
             .args(["--database-url", &database_url])
             .arg("--data-dir")
-            .arg(&dir.0)
-            .arg("--jwks-file")
-            .arg(&jwks)
-            .args([
-                "--issuer",
-                ISSUER,
-                "--controller",
-                CONTROLLER,
-                "--reader",
-                READER,
-            ])
-            .args(flags);
+            .arg(&dir.0);
+        match kube {
+            Some(kube) => {
+                command.env("KUBECONFIG", &kube.kubeconfig);
+            }
+            None => {
+                let jwks = dir.0.join("jwks.json");
+                std::fs::write(&jwks, &tokens::keys().jwks).expect("write JWKS");
+                command
+                    .arg("--jwks-file")
+                    .arg(&jwks)
+                    .args(["--issuer", ISSUER]);
+            }
+        }
+        if !flags.contains(&"--rbac") {
+            command.args(["--controller", CONTROLLER, "--reader", READER]);
+        }
+        command.args(flags);
         Self::launch(command, backend, dir, database_url, schema).await
     }
 
@@ -160,6 +176,11 @@ impl TestServer {
     ) -> Self {
         sqlx::any::install_default_drivers();
         let args = command.as_std().get_args().map(ToOwned::to_owned).collect();
+        let envs = command
+            .as_std()
+            .get_envs()
+            .filter_map(|(key, value)| Some((key.to_owned(), value?.to_owned())))
+            .collect();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -208,6 +229,7 @@ impl TestServer {
         TestServer {
             child,
             args,
+            envs,
             url,
             stdout,
             database_url,
@@ -281,7 +303,10 @@ impl TestServer {
             args[at + 1] = address.into();
         }
         let mut command = Command::new(binary("argo-results-server"));
-        command.args(&args).current_dir(&self.dir.0);
+        command
+            .args(&args)
+            .envs(self.envs.clone())
+            .current_dir(&self.dir.0);
         let schema = self.schema.take();
         let database_url = self.database_url.clone();
         Self::launch(

@@ -5,7 +5,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use argo_results_proto::token::{
-    PodIdentity, TokenClaims, es256_public_jwk, generate_es256_key, pem_encode,
+    KubernetesClaims, ObjectRef, PodIdentity, TokenClaims, es256_public_jwk, generate_es256_key,
+    pem_encode,
 };
 use aws_lc_rs::encoding::{AsDer, Pkcs8V1Der};
 use aws_lc_rs::rsa::{KeyPair, KeySize};
@@ -92,7 +93,27 @@ pub fn pod_token(namespace: &str, pod_name: &str, pod_uid: &str) -> String {
     sign(&es256(), &pod_claims(namespace, pod_name, pod_uid))
 }
 
+/// Claims of `subject` with no pod; a service account's subject
+/// (`system:serviceaccount:NS:NAME`) gets the `kubernetes.io` claim its token carries.
+pub fn user_claims(subject: &str) -> TokenClaims {
+    let mut claims = TokenClaims::user(ISSUER, AUDIENCE, subject, TTL);
+    let account = subject
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'));
+    if let Some((namespace, name)) = account {
+        claims.kubernetes = Some(KubernetesClaims {
+            namespace: namespace.to_owned(),
+            pod: None,
+            serviceaccount: Some(ObjectRef {
+                name: name.to_owned(),
+                uid: format!("{namespace}-{name}"),
+            }),
+        });
+    }
+    claims
+}
+
 /// A token of `subject` with no pod, signed with the RSA key.
 pub fn user_token(subject: &str) -> String {
-    sign(&rs256(), &TokenClaims::user(ISSUER, AUDIENCE, subject, TTL))
+    sign(&rs256(), &user_claims(subject))
 }

@@ -35,3 +35,4 @@ mod lifecycle;
 mod openapi;
 mod reads;
 mod report;
+mod security;

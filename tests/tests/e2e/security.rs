@@ -1,0 +1,740 @@
+//! The security issue's attack suite, against the real binary in each way it can verify
+//! tokens (`--jwks-file`, `--kube-jwks`, `--token-review`), plus key rotation, caching,
+//! RBAC, unbound executor tokens and TLS.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use argo_results_client::proto::ReportRequest;
+use argo_results_client::proto::token::{
+    Audience, TokenClaims, es256_public_jwk, generate_es256_key,
+};
+use argo_results_tests::fake_kube::FakeKube;
+use argo_results_tests::fixtures::{NS, WF, outputs, step};
+use argo_results_tests::server::Raw;
+use argo_results_tests::tls::TestCa;
+use argo_results_tests::tokens::{self, AUDIENCE, CONTROLLER, READER};
+use argo_results_tests::{Backend, TestServer};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use reqwest::Method;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    JwksFile,
+    KubeJwks,
+    TokenReview,
+}
+
+async fn start(mode: Mode, flags: &[&str]) -> (Option<FakeKube>, TestServer) {
+    match mode {
+        Mode::JwksFile => (None, TestServer::start_with(Backend::Sqlite, flags).await),
+        Mode::KubeJwks | Mode::TokenReview => {
+            let kube = FakeKube::start().await;
+            let mode_flag = if mode == Mode::KubeJwks {
+                "--kube-jwks"
+            } else {
+                "--token-review"
+            };
+            let all: Vec<&str> = [mode_flag]
+                .into_iter()
+                .chain(flags.iter().copied())
+                .collect();
+            let server = TestServer::start_kube(Backend::Sqlite, &kube, &all).await;
+            wait_ready(&server).await;
+            (Some(kube), server)
+        }
+    }
+}
+
+/// Waits until `/readyz` answers 200 (keys loaded), bounded so a hang fails the test.
+async fn wait_ready(server: &TestServer) {
+    for _ in 0..300 {
+        if server.get("/readyz", None).await.status == 200 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the server never became ready; its log:\n{}", server.log());
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+}
+
+/// `claims` signed with a key nobody trusts, named `kid`.
+fn sign_with_stranger(kid: &str, claims: &impl serde::Serialize) -> String {
+    let pem = generate_es256_key().expect("key");
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(kid.into());
+    jsonwebtoken::encode(
+        &header,
+        claims,
+        &EncodingKey::from_ec_pem(pem.as_bytes()).expect("key"),
+    )
+    .expect("sign")
+}
+
+fn segment(value: &serde_json::Value) -> String {
+    URL_SAFE_NO_PAD.encode(value.to_string())
+}
+
+/// Where an attack is aimed.
+#[derive(Debug, Clone)]
+enum Target {
+    /// Step 1's pod reports its own node.
+    Report,
+    /// Step 1's pod body, sent to step 2's node.
+    OtherNode,
+    /// A report of step 1 whose body names another pod UID.
+    OtherPodUid,
+    /// Step 1's report, in namespace team-b.
+    OtherNamespace,
+    Read,
+    Expect,
+    Whoami,
+}
+
+struct Attack {
+    name: &'static str,
+    authorization: String,
+    target: Target,
+    status: u16,
+}
+
+fn bearer(token: impl AsRef<str>) -> String {
+    format!("Bearer {}", token.as_ref())
+}
+
+fn attacks() -> Vec<Attack> {
+    let s = step(1);
+    let pod = || tokens::pod_claims(NS, &s.pod_name, &s.pod_uid);
+    let signed = |claims: &TokenClaims| bearer(tokens::sign(&tokens::es256(), claims));
+    let t = now();
+    let valid = tokens::pod_token(NS, &s.pod_name, &s.pod_uid);
+    let tampered = {
+        let parts: Vec<&str> = valid.split('.').collect();
+        let mut claims = serde_json::to_value(pod()).expect("json");
+        claims["kubernetes.io"]["pod"]["uid"] = "someone-else".into();
+        format!("{}.{}.{}", parts[0], segment(&claims), parts[2])
+    };
+    let unsigned = format!(
+        "{}.{}.",
+        segment(&serde_json::json!({"alg": "none", "typ": "JWT"})),
+        segment(&serde_json::to_value(pod()).expect("json"))
+    );
+    let hs256 = {
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some(tokens::RSA_KID.into());
+        let secret = EncodingKey::from_secret(tokens::keys().jwks.as_bytes()).expect("secret");
+        jsonwebtoken::encode(&header, &pod(), &secret).expect("sign")
+    };
+    let without = |claim: &str| {
+        let mut claims = serde_json::to_value(pod()).expect("json");
+        claims.as_object_mut().expect("object").remove(claim);
+        bearer(tokens::sign(&tokens::es256(), &claims))
+    };
+    let mut es256_naming_rsa = tokens::es256();
+    es256_naming_rsa.kid = Some(tokens::RSA_KID.into());
+    let unbound = tokens::user_token(&format!("system:serviceaccount:{NS}:workflow-executor"));
+    let attack = |name, authorization, target, status| Attack {
+        name,
+        authorization,
+        target,
+        status,
+    };
+    vec![
+        attack(
+            "valid pod token (control)",
+            bearer(&valid),
+            Target::Report,
+            201,
+        ),
+        attack(
+            "expired",
+            signed(&TokenClaims {
+                exp: t - 120,
+                iat: t - 720,
+                nbf: None,
+                ..pod()
+            }),
+            Target::Report,
+            401,
+        ),
+        attack(
+            "not yet valid",
+            signed(&TokenClaims {
+                nbf: Some(t + 120),
+                ..pod()
+            }),
+            Target::Report,
+            401,
+        ),
+        attack(
+            "wrong audience",
+            signed(&TokenClaims {
+                aud: Audience::One("kubernetes".into()),
+                ..pod()
+            }),
+            Target::Report,
+            401,
+        ),
+        attack(
+            "wrong issuer",
+            signed(&TokenClaims {
+                iss: "https://evil.example".into(),
+                ..pod()
+            }),
+            Target::Report,
+            401,
+        ),
+        attack("alg none", bearer(unsigned), Target::Report, 401),
+        attack(
+            "HS256 with the RSA public key as secret",
+            bearer(hs256),
+            Target::Report,
+            401,
+        ),
+        attack(
+            "unknown key",
+            bearer(sign_with_stranger("never-seen", &pod())),
+            Target::Report,
+            401,
+        ),
+        attack(
+            "foreign key with a known kid",
+            bearer(sign_with_stranger(tokens::EC_KID, &pod())),
+            Target::Report,
+            401,
+        ),
+        attack(
+            "ES256 header naming the RSA key",
+            bearer(tokens::sign(&es256_naming_rsa, &pod())),
+            Target::Report,
+            401,
+        ),
+        attack("tampered payload", bearer(tampered), Target::Report, 401),
+        attack("garbage", bearer("garbage"), Target::Report, 401),
+        attack(
+            "three garbage segments",
+            bearer("a.b.c"),
+            Target::Whoami,
+            401,
+        ),
+        attack(
+            "64 KiB token",
+            bearer("a".repeat(64 * 1024)),
+            Target::Whoami,
+            401,
+        ),
+        attack(
+            "Basic auth",
+            "Basic YWRtaW46c2VjcmV0".into(),
+            Target::Whoami,
+            401,
+        ),
+        attack("empty bearer", "Bearer ".into(), Target::Whoami, 401),
+        attack("no exp", without("exp"), Target::Report, 401),
+        attack("no iat", without("iat"), Target::Report, 401),
+        attack("no aud", without("aud"), Target::Report, 401),
+        attack("no sub", without("sub"), Target::Report, 401),
+        attack(
+            "sub disagreeing with the namespace claim",
+            signed(&TokenClaims {
+                sub: "system:serviceaccount:kube-system:default".into(),
+                ..pod()
+            }),
+            Target::Report,
+            401,
+        ),
+        attack(
+            "token without a pod claim",
+            bearer(&unbound),
+            Target::Report,
+            403,
+        ),
+        attack(
+            "another namespace",
+            bearer(tokens::pod_token("team-b", &s.pod_name, &s.pod_uid)),
+            Target::OtherNamespace,
+            403,
+        ),
+        attack("another node's pod", bearer(&valid), Target::OtherNode, 403),
+        attack(
+            "pod UID not the body's",
+            bearer(&valid),
+            Target::OtherPodUid,
+            403,
+        ),
+        attack("a pod reading", bearer(&valid), Target::Read, 403),
+        attack(
+            "a reader writing an expectation",
+            bearer(tokens::user_token(READER)),
+            Target::Expect,
+            403,
+        ),
+        attack(
+            "a reader reporting",
+            bearer(tokens::user_token(READER)),
+            Target::Report,
+            403,
+        ),
+        attack(
+            "the controller reporting",
+            bearer(tokens::user_token(CONTROLLER)),
+            Target::Report,
+            403,
+        ),
+        attack(
+            "reader (control)",
+            bearer(tokens::user_token(READER)),
+            Target::Read,
+            404,
+        ),
+        attack(
+            "controller (control)",
+            bearer(tokens::user_token(CONTROLLER)),
+            Target::Expect,
+            201,
+        ),
+    ]
+}
+
+async fn send(server: &TestServer, authorization: &str, target: &Target) -> Raw {
+    let s = step(1);
+    let report = |body: ReportRequest| serde_json::to_string(&body).expect("json");
+    let (method, path, body) = match target {
+        Target::Report => (
+            Method::PUT,
+            format!(
+                "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+                s.node_id
+            ),
+            report(s.report(Some(1), true, Some(&outputs(1)))),
+        ),
+        Target::OtherNode => (
+            Method::PUT,
+            format!(
+                "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+                step(2).node_id
+            ),
+            report(s.report(Some(1), true, None)),
+        ),
+        Target::OtherPodUid => (
+            Method::PUT,
+            format!(
+                "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+                s.node_id
+            ),
+            report(ReportRequest {
+                pod_uid: "someone-else".into(),
+                ..s.report(Some(1), true, None)
+            }),
+        ),
+        Target::OtherNamespace => (
+            Method::PUT,
+            format!(
+                "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+                s.node_id
+            ),
+            report(s.report(Some(1), true, None)),
+        ),
+        Target::Read => (
+            Method::GET,
+            format!(
+                "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+                step(3).node_id
+            ),
+            String::new(),
+        ),
+        Target::Expect => (
+            Method::PUT,
+            format!(
+                "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/expectation",
+                step(4).node_id
+            ),
+            serde_json::to_string(&step(4).expectation()).expect("json"),
+        ),
+        Target::Whoami => (Method::GET, "/api/v1/whoami".into(), String::new()),
+    };
+    let request = reqwest::Client::new()
+        .request(method, format!("{}{path}", server.url()))
+        .header("authorization", authorization)
+        .header("content-type", "application/json")
+        .body(body);
+    let response = request.send().await.expect("send");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.expect("body");
+    let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+    Raw {
+        status,
+        headers,
+        text,
+        json,
+    }
+}
+
+async fn attack_suite(mode: Mode) {
+    let (_kube, server) = start(mode, &[]).await;
+    let mut wrong = Vec::new();
+    for attack in attacks() {
+        let answer = send(&server, &attack.authorization, &attack.target).await;
+        let code_ok = match attack.status {
+            401 => {
+                answer.json["code"] == "unauthenticated"
+                    && answer.headers.contains_key("www-authenticate")
+            }
+            403 => answer.json["code"] == "forbidden",
+            _ => true,
+        };
+        if answer.status != attack.status || !code_ok {
+            wrong.push(format!(
+                "{}: expected {}, got {} {}",
+                attack.name, attack.status, answer.status, answer.text
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{mode:?}:\n{}", wrong.join("\n"));
+    // Only the two controls wrote: the pod's report and the controller's expectation.
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 2);
+    let metrics = server.get("/metrics", None).await.text;
+    for reason in ["expired", "unknown_key", "forbidden", "too_large"] {
+        let counted = metrics.lines().any(|line| {
+            line.starts_with("argo_results_auth_failures_total") && line.contains(reason)
+        });
+        assert!(
+            counted || mode == Mode::TokenReview,
+            "{reason} not counted:\n{metrics}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn attacks_fail_with_a_jwks_file() {
+    attack_suite(Mode::JwksFile).await;
+}
+
+#[tokio::test]
+async fn attacks_fail_with_the_cluster_keys() {
+    attack_suite(Mode::KubeJwks).await;
+}
+
+#[tokio::test]
+async fn attacks_fail_with_token_review() {
+    attack_suite(Mode::TokenReview).await;
+}
+
+/// A JWKS of the test keys plus a new EC key, and a token signed by the new key.
+fn rotated_keys() -> (String, String) {
+    let pem = generate_es256_key().expect("key");
+    let mut set: JwkSet = serde_json::from_str(&tokens::keys().jwks).expect("jwks");
+    set.keys
+        .push(es256_public_jwk(pem.as_bytes(), "rotated").expect("jwk"));
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some("rotated".into());
+    let token = jsonwebtoken::encode(
+        &header,
+        &tokens::user_claims(READER),
+        &EncodingKey::from_ec_pem(pem.as_bytes()).expect("key"),
+    )
+    .expect("sign");
+    (serde_json::to_string(&set).expect("jwks"), token)
+}
+
+#[tokio::test]
+async fn cluster_keys_rotate_without_a_restart_and_survive_a_failing_endpoint() {
+    let (kube, server) = start(Mode::KubeJwks, &[]).await;
+    let kube = kube.expect("fake API server");
+    let (jwks, token) = rotated_keys();
+    assert_eq!(
+        server.get("/api/v1/whoami", Some(&token)).await.status,
+        401,
+        "not rotated yet"
+    );
+    kube.set_jwks(jwks);
+    // The unknown kid above refreshed the keys less than 30 s ago; the next refresh for an
+    // unknown kid waits that long, so wait for it once.
+    let mut status = 0;
+    for _ in 0..40 {
+        status = server.get("/api/v1/whoami", Some(&token)).await.status;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert_eq!(status, 200, "the rotated key was never trusted");
+
+    kube.fail_jwks(true);
+    let stranger = sign_with_stranger("another-unknown", &tokens::user_claims(READER));
+    assert_eq!(
+        server.get("/api/v1/whoami", Some(&stranger)).await.status,
+        401
+    );
+    let reader = tokens::user_token(READER);
+    assert_eq!(
+        server.get("/api/v1/whoami", Some(&reader)).await.status,
+        200,
+        "last good keys kept"
+    );
+    assert_eq!(server.get("/api/v1/whoami", Some(&token)).await.status, 200);
+    assert_eq!(server.get("/readyz", None).await.status, 200);
+}
+
+#[tokio::test]
+async fn cluster_keys_are_fetched_rarely() {
+    let (kube, server) = start(Mode::KubeJwks, &[]).await;
+    let kube = kube.expect("fake API server");
+    for i in 0..100 {
+        let token = if i % 2 == 0 {
+            tokens::user_token(READER)
+        } else {
+            sign_with_stranger(&format!("forged-{i}"), &tokens::user_claims(READER))
+        };
+        server.get("/api/v1/whoami", Some(&token)).await;
+    }
+    let fetches = kube.count("jwks");
+    assert!(
+        (1..=3).contains(&fetches),
+        "JWKS fetched {fetches} times over 100 requests"
+    );
+}
+
+#[tokio::test]
+async fn readiness_waits_for_the_cluster_keys() {
+    let kube = FakeKube::start().await;
+    kube.fail_jwks(true);
+    let server = TestServer::start_kube(Backend::Sqlite, &kube, &["--kube-jwks"]).await;
+    assert_eq!(server.get("/readyz", None).await.status, 503);
+    let whoami = server
+        .get("/api/v1/whoami", Some(&tokens::user_token(READER)))
+        .await;
+    assert_eq!(
+        (whoami.status, whoami.json["code"].as_str()),
+        (503, Some("unavailable"))
+    );
+    kube.fail_jwks(false);
+    wait_ready(&server).await;
+    assert_eq!(
+        server
+            .get("/api/v1/whoami", Some(&tokens::user_token(READER)))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn token_reviews_are_cached() {
+    let (kube, server) = start(Mode::TokenReview, &[]).await;
+    let kube = kube.expect("fake API server");
+    let token = tokens::user_token(READER);
+    for _ in 0..20 {
+        assert_eq!(server.get("/api/v1/whoami", Some(&token)).await.status, 200);
+    }
+    let reviews = kube.count("tokenreviews");
+    assert!(
+        (1..=2).contains(&reviews),
+        "{reviews} TokenReviews for one token used 20 times"
+    );
+}
+
+#[tokio::test]
+async fn rbac_decides_reads_and_controller_operations() {
+    let kube = FakeKube::start().await;
+    let server = TestServer::start_kube(Backend::Sqlite, &kube, &["--kube-jwks", "--rbac"]).await;
+    wait_ready(&server).await;
+    let reader = tokens::user_token(READER);
+    let controller = tokens::user_token(CONTROLLER);
+    let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results");
+    let denied = server.get(&list, Some(&reader)).await;
+    assert_eq!(
+        (denied.status, denied.json["code"].as_str()),
+        (403, Some("forbidden"))
+    );
+    assert!(denied.text.contains("RBAC"), "{}", denied.text);
+
+    kube.grant(READER, "list", Some(NS));
+    kube.grant(CONTROLLER, "create", None);
+    tokio::time::sleep(Duration::from_millis(1100)).await; // denials are cached for 1 s
+    assert_eq!(server.get(&list, Some(&reader)).await.status, 200);
+    assert_eq!(
+        server.get("/api/v1/results", Some(&reader)).await.status,
+        403,
+        "cluster-wide list"
+    );
+    assert_eq!(
+        server
+            .get(&format!("/api/v1/results?namespace={NS}"), Some(&reader))
+            .await
+            .status,
+        200
+    );
+    let s = step(1);
+    let expected = server
+        .raw(
+            Method::PUT,
+            &format!(
+                "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/expectation",
+                s.node_id
+            ),
+            Some(&controller),
+            Some("application/json"),
+            serde_json::to_string(&s.expectation()).expect("json"),
+        )
+        .await;
+    assert_eq!(expected.status, 201);
+    let delete = server
+        .raw(
+            Method::DELETE,
+            &format!("{list}?workflowUid=x"),
+            Some(&controller),
+            None,
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(delete.status, 403, "create does not grant delete");
+    assert!(kube.count("subjectaccessreviews") >= 4);
+    let whoami = server.get("/api/v1/whoami", Some(&controller)).await;
+    assert_eq!(whoami.json["roles"], serde_json::json!(["controller"]));
+}
+
+#[tokio::test]
+async fn unbound_executor_tokens_need_the_option_and_rbac() {
+    let kube = FakeKube::start().await;
+    let server = TestServer::start_kube(
+        Backend::Sqlite,
+        &kube,
+        &["--token-review", "--allow-unbound-executor-tokens"],
+    )
+    .await;
+    let executor = "system:serviceaccount:argo:workflow-executor";
+    let token = tokens::user_token(executor);
+    let s = step(1);
+    let report = |namespace: &str| {
+        let path = format!(
+            "/api/v1/namespaces/{namespace}/workflows/{WF}/nodes/{}/result",
+            s.node_id
+        );
+        let body =
+            serde_json::to_string(&s.report(Some(1), true, Some(&outputs(1)))).expect("json");
+        (path, body)
+    };
+    let (path, body) = report(NS);
+    let refused = server
+        .raw(
+            Method::PUT,
+            &path,
+            Some(&token),
+            Some("application/json"),
+            body.clone(),
+        )
+        .await;
+    assert_eq!(refused.status, 403, "no RBAC grant yet: {}", refused.text);
+    kube.grant(executor, "create", Some(NS));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let stored = server
+        .raw(
+            Method::PUT,
+            &path,
+            Some(&token),
+            Some("application/json"),
+            body,
+        )
+        .await;
+    assert_eq!(stored.status, 201, "{}", stored.text);
+    assert_eq!(
+        stored.json["podUid"],
+        s.pod_uid.as_str(),
+        "bound to the body's pod UID"
+    );
+
+    // Without the option the same token is refused, and the detail says how to enable it.
+    let strict = TestServer::start_kube(Backend::Sqlite, &kube, &["--token-review"]).await;
+    let (path, body) = report(NS);
+    let answer = strict
+        .raw(
+            Method::PUT,
+            &path,
+            Some(&token),
+            Some("application/json"),
+            body,
+        )
+        .await;
+    assert_eq!(answer.status, 403);
+    assert!(
+        answer.text.contains("--allow-unbound-executor-tokens"),
+        "{}",
+        answer.text
+    );
+}
+
+#[tokio::test]
+async fn tls_is_served_and_reloaded_when_the_files_change() {
+    let dir = argo_results_tests::server::ScratchDir::new();
+    let (first_ca, second_ca) = (TestCa::new("first CA"), TestCa::new("second CA"));
+    let (cert_file, key_file) = (dir.0.join("tls.crt"), dir.0.join("tls.key"));
+    let install = |ca: &TestCa| {
+        let cert = ca.server_cert();
+        std::fs::write(&key_file, &cert.key_pem).expect("key");
+        std::fs::write(&cert_file, &cert.cert_pem).expect("cert");
+    };
+    install(&first_ca);
+    let paths = [
+        cert_file.to_str().expect("path"),
+        key_file.to_str().expect("path"),
+    ];
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &["--tls-cert", paths[0], "--tls-key", paths[1]],
+    )
+    .await;
+    let trusting = |ca: &TestCa| {
+        reqwest::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(ca.pem().as_bytes()).expect("ca")])
+            .build()
+            .expect("client")
+    };
+    let healthz = format!("{}/healthz", server.url());
+    assert!(trusting(&first_ca).get(&healthz).send().await.is_ok());
+    assert!(trusting(&second_ca).get(&healthz).send().await.is_err());
+
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let plain = format!(
+        "http://{}/healthz",
+        server.url().trim_start_matches("https://")
+    );
+    assert!(reqwest::get(&plain).await.is_err());
+
+    install(&second_ca);
+    let mut reloaded = false;
+    for _ in 0..60 {
+        if trusting(&second_ca).get(&healthz).send().await.is_ok() {
+            reloaded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(reloaded, "a new connection never saw the new certificate");
+    assert!(trusting(&first_ca).get(&healthz).send().await.is_err());
+}
+
+#[tokio::test]
+async fn the_audience_is_the_configured_one() {
+    let server = TestServer::start_with(Backend::Sqlite, &["--audience", "results.example"]).await;
+    let default = tokens::user_token(READER);
+    assert_eq!(
+        server.get("/api/v1/whoami", Some(&default)).await.status,
+        401
+    );
+    let claims = TokenClaims {
+        aud: Audience::Many(vec!["results.example".into(), AUDIENCE.into()]),
+        ..tokens::user_claims(READER)
+    };
+    let token = tokens::sign(&tokens::rs256(), &claims);
+    assert_eq!(server.get("/api/v1/whoami", Some(&token)).await.status, 200);
+}
