@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
@@ -98,6 +99,18 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_AUTH", value_enum, default_value = "tokens")]
     pub auth: AuthMode,
 
+    /// Keep the change feed's history this long (e.g. 24h); older `since` answer 410.
+    #[arg(long, env = "ARGO_RESULTS_FEED_RETENTION", default_value = "24h", value_parser = parse_duration)]
+    pub feed_retention: Duration,
+
+    /// Remove results unchanged for this long (e.g. 7d), deleted workflows or not.
+    #[arg(long, env = "ARGO_RESULTS_RESULT_RETENTION", default_value = "7d", value_parser = parse_duration)]
+    pub result_retention: Duration,
+
+    /// How often the retention pass runs.
+    #[arg(long, env = "ARGO_RESULTS_RETENTION_EVERY", default_value = "1m", value_parser = parse_duration)]
+    pub retention_every: Duration,
+
     /// Largest request body accepted.
     #[arg(long, env = "ARGO_RESULTS_MAX_BODY_BYTES", default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
@@ -120,6 +133,37 @@ pub struct Config {
     pub log_format: LogFormat,
 }
 
+/// A duration such as `500ms`, `90s`, `15m`, `24h`, `7d` or `1h30m`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let invalid = || format!("{text:?} is not a duration like 90s, 15m, 24h or 7d");
+    let mut total = Duration::ZERO;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(invalid)?;
+        let number: u64 = rest[..digits].parse().map_err(|_| invalid())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(1),
+            "s" => Duration::from_secs(1),
+            "m" => Duration::from_secs(60),
+            "h" => Duration::from_secs(3600),
+            "d" => Duration::from_secs(86_400),
+            _ => return Err(invalid()),
+        };
+        total += unit * u32::try_from(number).map_err(|_| invalid())?;
+        rest = &rest[unit_len..];
+    }
+    Ok(total)
+}
+
 impl Config {
     pub fn database_url(&self) -> String {
         self.database_url.clone().unwrap_or_else(|| {
@@ -128,5 +172,22 @@ impl Config {
                 self.data_dir.join("argo-results.db").display()
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_like_kubernetes_flags() {
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(604_800)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        for bad in ["", "10", "h", "5x", "-1s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
     }
 }

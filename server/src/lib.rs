@@ -9,6 +9,7 @@ pub mod config;
 pub mod feed;
 pub mod http;
 pub mod metrics;
+pub mod retention;
 pub mod store;
 pub mod tls;
 pub mod validate;
@@ -168,10 +169,21 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     }
     let store = SqlStore::connect(&config.database_url(), config.max_connections).await?;
     let (stop, stopping) = watch::channel(false);
+    let store: Arc<dyn store::Store> = Arc::new(store);
+    let metrics = Arc::new(metrics::Metrics::new());
+    retention::spawn(
+        retention::Retention {
+            feed: config.feed_retention,
+            results: config.result_retention,
+            every: config.retention_every,
+        },
+        Arc::clone(&store),
+        Arc::clone(&metrics),
+    );
     let state = http::AppState {
-        store: Arc::new(store),
+        store,
         auth: Arc::new(authenticator),
-        metrics: Arc::new(metrics::Metrics::new()),
+        metrics,
         limits: Limits {
             max_body_bytes: config.max_body_bytes,
             max_result_bytes: config.max_result_bytes,

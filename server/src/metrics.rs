@@ -7,6 +7,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::auth::Reason;
+use crate::store::Pruned;
 
 /// What became of a report; never a node ID or other unbounded value.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -29,6 +30,11 @@ struct ReasonLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VersionLabels {
     version: &'static str,
 }
@@ -38,6 +44,7 @@ pub struct Metrics {
     registry: Registry,
     reports: Family<OutcomeLabels, Counter>,
     auth_failures: Family<ReasonLabels, Counter>,
+    retention_deleted: Family<KindLabels, Counter>,
     watchers: Gauge,
 }
 
@@ -69,6 +76,12 @@ impl Metrics {
             "Requests refused by authentication or authorization, by reason",
             auth_failures.clone(),
         );
+        let retention_deleted = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "retention_deleted",
+            "Rows removed by retention: kind=results (unchanged too long) or changes (feed history)",
+            retention_deleted.clone(),
+        );
         let watchers = Gauge::default();
         registry.register(
             "feed_watchers",
@@ -79,6 +92,7 @@ impl Metrics {
             registry,
             reports,
             auth_failures,
+            retention_deleted,
             watchers,
         }
     }
@@ -91,6 +105,14 @@ impl Metrics {
                     reason: reason.as_str(),
                 })
                 .inc();
+        }
+    }
+
+    pub fn retained(&self, pruned: Pruned) {
+        for (kind, count) in [("results", pruned.results), ("changes", pruned.changes)] {
+            self.retention_deleted
+                .get_or_create(&KindLabels { kind })
+                .inc_by(count);
         }
     }
 

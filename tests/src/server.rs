@@ -319,6 +319,28 @@ impl TestServer {
         .await
     }
 
+    /// Another replica on the same store: the same flags, its own port.
+    pub async fn replica(&self) -> TestServer {
+        let mut args = self.args.clone();
+        if let Some(at) = args.iter().position(|arg| arg == "--listen") {
+            args[at + 1] = "127.0.0.1:0".into();
+        }
+        let mut command = Command::new(binary("argo-results-server"));
+        command
+            .args(&args)
+            .envs(self.envs.clone())
+            .current_dir(&self.dir.0);
+        let database_url = self.database_url.clone();
+        Self::launch(
+            command,
+            self.backend,
+            Arc::clone(&self.dir),
+            database_url,
+            None,
+        )
+        .await
+    }
+
     /// Sends SIGTERM, as Kubernetes does, and waits for the process to exit.
     pub async fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().expect("running server");
@@ -414,4 +436,12 @@ impl TestServer {
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("address").port()
+}
+
+/// The current time in Unix milliseconds, as the store keeps times.
+pub fn now_millis() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock");
+    i64::try_from(since.as_millis()).expect("millis")
 }

@@ -21,6 +21,7 @@ pub struct ApiError {
     detail: String,
     field: Option<String>,
     current: Option<Box<RawValue>>,
+    revision: Option<i64>,
 }
 
 impl ApiError {
@@ -30,6 +31,7 @@ impl ApiError {
             detail: detail.into(),
             field: None,
             current: None,
+            revision: None,
         }
     }
 
@@ -83,7 +85,7 @@ impl IntoResponse for ApiError {
             detail: self.detail,
             field: self.field,
             current: self.current,
-            revision: None,
+            revision: self.revision,
         };
         let mut body = serde_json::to_vec(&problem).unwrap_or_default();
         body.push(b'\n');
@@ -166,6 +168,10 @@ impl From<StoreError> for ApiError {
             Refusal::AlreadyClaimed { current } => {
                 ApiError::new(ProblemCode::AlreadyClaimed, detail).with_current(&current)
             }
+            Refusal::Gone { revision, .. } => ApiError {
+                revision: Some(revision),
+                ..ApiError::new(ProblemCode::Gone, detail).with_field("since")
+            },
         }
     }
 }

@@ -66,6 +66,7 @@ fn page(chunk: FeedChunk) -> Response {
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "gone: since is older than the retained history; re-list and resume from revision", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

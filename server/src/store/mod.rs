@@ -115,7 +115,14 @@ pub struct FeedChunk {
     pub revision: i64,
 }
 
-/// Why the store refused a write. Nothing was written.
+/// What one retention pass removed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pruned {
+    pub results: u64,
+    pub changes: u64,
+}
+
+/// Why the store refused a request. Nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
     #[error("no result for node {node_id}")]
@@ -142,6 +149,15 @@ pub enum Refusal {
     },
     #[error("tick {} of cron workflow {} is already claimed by workflow {}", current.scheduled_time, current.cron_workflow, current.workflow_name)]
     AlreadyClaimed { current: Box<Claim> },
+    #[error(
+        "revision {since} is older than the retained history (pruned through {pruned}): \
+         re-list what you keep and resume from revision {revision}"
+    )]
+    Gone {
+        since: i64,
+        pruned: i64,
+        revision: i64,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -201,7 +217,11 @@ pub trait Store: std::fmt::Debug + Send + Sync + 'static {
         cron_workflow: String,
         cron_workflow_uid: Option<String>,
     ) -> BoxFuture<'_, StoreResult<ClaimList>>;
-    /// The newest committed revision, updated after every commit of this process.
+    /// Removes feed history recorded before `changes_before` and results unchanged since
+    /// `results_before` (Unix milliseconds), in batches.
+    fn prune(&self, changes_before: i64, results_before: i64)
+    -> BoxFuture<'_, StoreResult<Pruned>>;
+    /// The newest committed revision, updated after every commit of any replica.
     fn revisions(&self) -> watch::Receiver<i64>;
     /// Checks that the database answers.
     fn ping(&self) -> BoxFuture<'_, StoreResult<()>>;

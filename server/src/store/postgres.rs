@@ -1,13 +1,24 @@
-//! Connecting to Postgres, the production store.
+//! Connecting to Postgres, the production store, and hearing the commits of other replicas.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
+use sqlx::postgres::PgListener;
 
 use super::StoreResult;
+use crate::feed::Notifier;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Sent by every writing transaction; the channel is named after the schema, so that
+/// stores sharing a database do not wake each other.
+pub(super) const NOTIFY: &str = "SELECT pg_notify('argo_results.' || current_schema(), $1)";
+const CHANNEL: &str = "SELECT 'argo_results.' || current_schema()";
+const READ_HEAD: &str = "SELECT revision FROM store_state WHERE id = 1";
+/// Pause before listening again after the connection failed.
+const RELISTEN_AFTER: Duration = Duration::from_secs(1);
 
 pub(super) async fn connect(url: &str, max_connections: u32) -> StoreResult<AnyPool> {
     let pool = AnyPoolOptions::new()
@@ -18,4 +29,52 @@ pub(super) async fn connect(url: &str, max_connections: u32) -> StoreResult<AnyP
     // Replicas starting together serialize here: sqlx holds an advisory lock while migrating.
     MIGRATOR.run(&pool).await?;
     Ok(pool)
+}
+
+/// Publishes the commits of every replica to `notifier`, listening for their NOTIFY in the
+/// background. Only a hint: watchers read the feed from the database, so a notification
+/// lost while reconnecting delays a change but never loses it; after each (re)connection
+/// the head is read once to catch up.
+pub(super) async fn follow_commits(
+    url: String,
+    pool: AnyPool,
+    notifier: Arc<Notifier>,
+) -> StoreResult<()> {
+    let channel: String = sqlx::query_scalar(CHANNEL).fetch_one(&pool).await?;
+    tokio::spawn(async move {
+        loop {
+            if let Err(error) = listen(&url, &channel, &pool, &notifier).await {
+                tracing::warn!(%error, "not hearing other replicas' commits; listening again");
+            }
+            tokio::time::sleep(RELISTEN_AFTER).await;
+        }
+    });
+    Ok(())
+}
+
+async fn catch_up(pool: &AnyPool, notifier: &Notifier) -> Result<(), sqlx::Error> {
+    notifier.publish(sqlx::query_scalar(READ_HEAD).fetch_one(pool).await?);
+    Ok(())
+}
+
+async fn listen(
+    url: &str,
+    channel: &str,
+    pool: &AnyPool,
+    notifier: &Notifier,
+) -> Result<(), sqlx::Error> {
+    let mut listener = PgListener::connect(url).await?;
+    listener.listen(channel).await?;
+    catch_up(pool, notifier).await?;
+    loop {
+        match listener.try_recv().await? {
+            Some(notification) => {
+                if let Ok(revision) = notification.payload().parse() {
+                    notifier.publish(revision);
+                }
+            }
+            // The connection dropped and came back: commits in between sent nothing.
+            None => catch_up(pool, notifier).await?,
+        }
+    }
 }

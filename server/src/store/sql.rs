@@ -6,6 +6,8 @@
 //! increasing order, which is what lets a feed reader resume from a revision without ever
 //! missing a late commit. Reads of a page and its summary share one snapshot.
 
+use std::sync::Arc;
+
 use argo_results_proto::{Claim, ClaimList, FeedItem, NodeResult, ResultState, Summary};
 use sqlx::AnyPool;
 use sqlx::any::AnyRow;
@@ -15,8 +17,8 @@ use tokio::sync::watch;
 use super::row::{Row, result_columns};
 use super::rules::{self, Decision};
 use super::{
-    BoxFuture, Expectation, FeedChunk, ListQuery, NewClaim, Outcome, Refusal, Report, ResultKey,
-    ResultPage, Store, StoreError, StoreResult, Written, postgres, sqlite,
+    BoxFuture, Expectation, FeedChunk, ListQuery, NewClaim, Outcome, Pruned, Refusal, Report,
+    ResultKey, ResultPage, Store, StoreError, StoreResult, Written, postgres, sqlite,
 };
 use crate::clock::{format_millis, format_scheduled, now_millis};
 use crate::feed::Notifier;
@@ -48,7 +50,7 @@ impl Dialect {
 pub struct SqlStore {
     pool: AnyPool,
     dialect: Dialect,
-    notifier: Notifier,
+    notifier: Arc<Notifier>,
 }
 
 type Tx = Transaction<'static, Any>;
@@ -57,6 +59,18 @@ const LOCK_HEAD: &str =
     "UPDATE store_state SET revision = revision WHERE id = 1 RETURNING revision";
 const SET_HEAD: &str = "UPDATE store_state SET revision = $1 WHERE id = 1";
 const READ_HEAD: &str = "SELECT revision FROM store_state WHERE id = 1";
+const READ_PRUNED: &str = "SELECT pruned_revision FROM store_state WHERE id = 1";
+/// Retention deletes at most this many rows per transaction.
+const RETENTION_BATCH: i64 = 1000;
+/// The last revision of the oldest batch of changes recorded before $1.
+const PRUNABLE_THROUGH: &str = "SELECT MAX(revision) FROM (SELECT revision FROM changes \
+     WHERE recorded_at < $1 ORDER BY revision LIMIT $2) AS oldest";
+const DELETE_CHANGES: &str = "DELETE FROM changes WHERE revision <= $1";
+const SET_PRUNED: &str =
+    "UPDATE store_state SET pruned_revision = $1 WHERE id = 1 AND pruned_revision < $1";
+const DELETE_EXPIRED: &str = "DELETE FROM results WHERE (namespace, workflow_uid, node_id) IN \
+     (SELECT namespace, workflow_uid, node_id FROM results WHERE updated_at < $1 \
+     ORDER BY updated_at LIMIT $2) RETURNING namespace, workflow, workflow_uid, node_id";
 const UPSERT: &str = concat!(
     "INSERT INTO results (",
     result_columns!(),
@@ -180,10 +194,14 @@ impl SqlStore {
             return Err(StoreError::UnsupportedUrl(url.to_owned()));
         };
         let head: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(&pool).await?;
+        let notifier = Arc::new(Notifier::new(head));
+        if dialect == Dialect::Postgres {
+            postgres::follow_commits(url.to_owned(), pool.clone(), Arc::clone(&notifier)).await?;
+        }
         Ok(SqlStore {
             pool,
             dialect,
-            notifier: Notifier::new(head),
+            notifier,
         })
     }
 
@@ -195,6 +213,13 @@ impl SqlStore {
 
     async fn commit(&self, mut tx: Tx, head: i64) -> StoreResult<()> {
         sqlx::query(SET_HEAD).bind(head).execute(&mut *tx).await?;
+        if self.dialect == Dialect::Postgres {
+            // Delivered at commit: wakes the watchers of the other replicas.
+            sqlx::query(postgres::NOTIFY)
+                .bind(head.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         self.notifier.publish(head);
         Ok(())
@@ -397,6 +422,18 @@ impl SqlStore {
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await?;
+        // Read after the changes: history pruned before that read, or during it, shows here.
+        let pruned: i64 = sqlx::query_scalar(READ_PRUNED)
+            .fetch_one(&self.pool)
+            .await?;
+        if since < pruned {
+            return Err(Refusal::Gone {
+                since,
+                pruned,
+                revision: head,
+            }
+            .into());
+        }
         let revision = if items.len() < limit as usize {
             head.max(since)
         } else {
@@ -406,6 +443,68 @@ impl SqlStore {
                 .revision()
         };
         Ok(FeedChunk { items, revision })
+    }
+
+    /// Drops feed history recorded before `before`, at most a batch per transaction.
+    async fn prune_changes(&self, before: i64) -> StoreResult<u64> {
+        let mut pruned = 0;
+        loop {
+            let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+            let through: Option<i64> = sqlx::query_scalar(PRUNABLE_THROUGH)
+                .bind(before)
+                .bind(RETENTION_BATCH)
+                .fetch_one(&mut *tx)
+                .await?;
+            let Some(through) = through else {
+                tx.rollback().await?;
+                return Ok(pruned);
+            };
+            let deleted = sqlx::query(DELETE_CHANGES)
+                .bind(through)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            sqlx::query(SET_PRUNED)
+                .bind(through)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            pruned += deleted;
+        }
+    }
+
+    /// Deletes results unchanged since `before`, a batch per transaction, leaving
+    /// tombstones in the feed.
+    async fn expire_results(&self, before: i64) -> StoreResult<u64> {
+        let mut expired = 0;
+        loop {
+            let (mut tx, head) = self.begin_write().await?;
+            let rows = sqlx::query(DELETE_EXPIRED)
+                .bind(before)
+                .bind(RETENTION_BATCH)
+                .fetch_all(&mut *tx)
+                .await?;
+            if rows.is_empty() {
+                tx.rollback().await?;
+                return Ok(expired);
+            }
+            let now = now_millis();
+            let mut revision = head;
+            for row in &rows {
+                revision += 1;
+                let namespace: String = row.try_get("namespace")?;
+                let tombstone = FeedItem::Deleted {
+                    revision,
+                    namespace: namespace.clone(),
+                    workflow: row.try_get("workflow")?,
+                    workflow_uid: row.try_get("workflow_uid")?,
+                    node_id: row.try_get("node_id")?,
+                };
+                record(&mut tx, &namespace, &tombstone, now).await?;
+            }
+            self.commit(tx, revision).await?;
+            expired += rows.len() as u64;
+        }
     }
 
     async fn insert_claim(&self, claim: NewClaim) -> StoreResult<Claim> {
@@ -532,6 +631,19 @@ impl Store for SqlStore {
         cron_workflow_uid: Option<String>,
     ) -> BoxFuture<'_, StoreResult<ClaimList>> {
         Box::pin(self.list_claims(namespace, cron_workflow, cron_workflow_uid))
+    }
+
+    fn prune(
+        &self,
+        changes_before: i64,
+        results_before: i64,
+    ) -> BoxFuture<'_, StoreResult<Pruned>> {
+        Box::pin(async move {
+            Ok(Pruned {
+                results: self.expire_results(results_before).await?,
+                changes: self.prune_changes(changes_before).await?,
+            })
+        })
     }
 
     fn revisions(&self) -> watch::Receiver<i64> {

@@ -34,5 +34,7 @@ mod feed;
 mod lifecycle;
 mod openapi;
 mod reads;
+mod replicas;
 mod report;
+mod retention;
 mod security;

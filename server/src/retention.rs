@@ -1,0 +1,39 @@
+//! Retention: feed history older than `--feed-retention` and results unchanged for
+//! `--result-retention` are removed in the background, a batch per transaction. Every
+//! replica runs it; the store makes concurrent passes safe.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::now_millis;
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub feed: Duration,
+    pub results: Duration,
+    /// Time between passes.
+    pub every: Duration,
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+pub fn spawn(retention: Retention, store: Arc<dyn Store>, metrics: Arc<Metrics>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(retention.every).await;
+            let now = now_millis();
+            let before = |kept: Duration| now.saturating_sub(millis(kept));
+            match store
+                .prune(before(retention.feed), before(retention.results))
+                .await
+            {
+                Ok(pruned) => metrics.retained(pruned),
+                Err(error) => tracing::warn!(%error, "retention pass failed; trying again later"),
+            }
+        }
+    });
+}

@@ -1,0 +1,130 @@
+//! Feed and result retention: a reader behind the kept history gets 410 and resumes; old
+//! results go, with tombstones, in batches.
+
+use std::pin::pin;
+use std::time::Duration;
+
+use argo_results_client::proto::{FeedItem, ProblemCode};
+use argo_results_client::{FeedOptions, RetryPolicy, WatchEvent};
+use argo_results_tests::fixtures::{NS, WF, step};
+use argo_results_tests::tokens::{self, READER};
+use argo_results_tests::{Backend, TestServer};
+use futures_util::StreamExt;
+
+on_both_backends!(
+    a_reader_behind_the_history_gets_410_and_resumes,
+    results_unchanged_past_retention_are_removed_with_tombstones,
+);
+
+/// Polls `check` every 100 ms until it holds, bounded so a hang fails the test.
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..300 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never: {what}");
+}
+
+async fn a_reader_behind_the_history_gets_410_and_resumes(backend: Backend) {
+    let server = TestServer::start_with(
+        backend,
+        &["--feed-retention", "1s", "--retention-every", "100ms"],
+    )
+    .await;
+    for i in 0..3 {
+        server.register(&step(i)).await;
+    }
+    let reader = server.reader();
+    eventually("the whole history is pruned", async || {
+        server.count("SELECT COUNT(*) FROM changes").await == 0
+    })
+    .await;
+    let gone = reader.feed(&FeedOptions::default()).await.expect_err("410");
+    let problem = gone.problem().expect("problem");
+    assert_eq!((problem.status, problem.code), (410, ProblemCode::Gone));
+    assert_eq!(
+        problem.revision,
+        Some(3),
+        "the current revision to resume from"
+    );
+    assert_eq!(problem.field.as_deref(), Some("since"));
+    let caught_up = reader
+        .feed(&FeedOptions {
+            since: 3,
+            ..Default::default()
+        })
+        .await
+        .expect("from the head");
+    assert!(caught_up.items.is_empty());
+
+    // The client's watch says so, then goes on from the current revision without loss.
+    let watcher = argo_results_client::Client::builder(server.url())
+        .token(argo_results_client::TokenSource::Value(tokens::user_token(
+            READER,
+        )))
+        .retry(RetryPolicy::default())
+        .build()
+        .expect("client");
+    let mut events = pin!(watcher.watch(FeedOptions::default()));
+    match events.next().await.expect("an event").expect("no error") {
+        WatchEvent::Reset { revision } => assert_eq!(revision, 3),
+        other => panic!("expected a reset, got {other:?}"),
+    }
+    server.register(&step(3)).await;
+    match events.next().await.expect("an event").expect("no error") {
+        WatchEvent::Change(item) => assert_eq!(item.revision(), 4),
+        other => panic!("expected the next change, got {other:?}"),
+    }
+}
+
+async fn results_unchanged_past_retention_are_removed_with_tombstones(backend: Backend) {
+    let server = TestServer::start_with(backend, &["--retention-every", "100ms"]).await;
+    for i in 0..3 {
+        server.register(&step(i)).await;
+    }
+    // Steps 0 and 1 last changed eight days ago; step 2 just now.
+    let eight_days_ago = argo_results_tests::server::now_millis() - 8 * 86_400_000;
+    let db = server.db().await;
+    sqlx::query("UPDATE results SET updated_at = $1 WHERE node_id <> $2")
+        .bind(eight_days_ago)
+        .bind(step(2).node_id)
+        .execute(&db)
+        .await
+        .expect("age two results");
+    eventually("old results are removed", async || {
+        server.count("SELECT COUNT(*) FROM results").await == 1
+    })
+    .await;
+    let left = server
+        .reader()
+        .get_result(NS, WF, &step(2).node_id, None)
+        .await
+        .expect("the young one stays");
+    assert_eq!(left.node_id, step(2).node_id);
+    let feed = server
+        .reader()
+        .feed(&FeedOptions {
+            since: 3,
+            ..Default::default()
+        })
+        .await
+        .expect("feed");
+    let deleted: Vec<(i64, String)> = feed
+        .items
+        .iter()
+        .map(|item| match item {
+            FeedItem::Deleted {
+                revision, node_id, ..
+            } => (*revision, node_id.clone()),
+            other => panic!("expected tombstones, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(deleted, [(4, step(0).node_id), (5, step(1).node_id)]);
+    let metrics = server.get("/metrics", None).await.text;
+    assert!(
+        metrics.contains("argo_results_retention_deleted_total{kind=\"results\"} 2"),
+        "{metrics}"
+    );
+}
