@@ -2,6 +2,7 @@
 //! (`docs/api.md`), with the retries a wait container needs, and the `argo-results` CLI.
 
 mod client;
+pub mod controller;
 mod error;
 mod retry;
 mod stream;
