@@ -127,13 +127,13 @@ async fn run_workflow(server_url: String, run: u32, rule: Rule) -> Violations {
         phases: Arc::new(Mutex::new(HashMap::new())),
     };
     let mut outputs: HashMap<usize, Option<String>> = HashMap::new();
-    let mut started = vec![false; NODES];
+    let mut started = std::collections::HashSet::new();
     let mut violations = Violations::default();
     while outputs.len() < NODES {
         // Start every node whose dependencies all succeeded, with their outputs as inputs.
         for node in 0..NODES {
             let deps = dependencies(node);
-            if started[node] || !deps.iter().all(|d| outputs.contains_key(d)) {
+            if started.contains(&node) || !deps.iter().all(|d| outputs.contains_key(d)) {
                 continue;
             }
             if deps.iter().any(|d| outputs[d].is_none()) {
@@ -151,7 +151,7 @@ async fn run_workflow(server_url: String, run: u32, rule: Rule) -> Violations {
                     .await
                     .expect("expectation");
             }
-            started[node] = true;
+            started.insert(node);
             run.start_pod(server_url.clone(), node);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
