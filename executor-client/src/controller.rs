@@ -11,12 +11,15 @@
 //!    `already_completed`, the node succeeded after all and its outputs are in the answer.
 
 use std::collections::HashMap;
+use std::pin::pin;
 
 use argo_results_proto::{
     AbandonRequest, ExpectationRequest, FeedItem, NodeResult, ProblemCode, ResultState,
 };
 
-use crate::{Client, ClientError, FeedOptions};
+use futures_util::StreamExt;
+
+use crate::{Client, ClientError, FeedOptions, ListOptions};
 
 /// What the pod informer says of a node's pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +52,8 @@ pub struct Reconciler {
     namespace: String,
     since: i64,
     results: HashMap<Key, NodeResult>,
+    /// The workflows in flight, by UID, to re-list when the feed's history is gone.
+    workflows: HashMap<String, String>,
 }
 
 fn outputs(result: &NodeResult) -> Option<String> {
@@ -63,6 +68,7 @@ impl Reconciler {
             namespace: namespace.to_owned(),
             since,
             results: HashMap::new(),
+            workflows: HashMap::new(),
         }
     }
 
@@ -80,6 +86,8 @@ impl Reconciler {
             pod_name: pod_name.to_owned(),
             pod_uid: Some(pod_uid.to_owned()),
         };
+        self.workflows
+            .insert(workflow_uid.to_owned(), workflow.to_owned());
         let stored = self
             .client
             .expect(&self.namespace, workflow, node_id, &expectation)
@@ -100,9 +108,11 @@ impl Reconciler {
     }
 
     /// Step 2: applies every change committed since the last call (waiting up to
-    /// `wait_seconds` for one). Returns how many changes arrived.
+    /// `wait_seconds` for one). Returns how many changes arrived. When the history since
+    /// the last call was pruned (`410 gone`), the workflows in flight are listed again
+    /// and the feed is followed on from the current revision.
     pub async fn follow(&mut self, wait_seconds: u64) -> Result<usize, ClientError> {
-        let page = self
+        let feed = self
             .client
             .feed(&FeedOptions {
                 since: self.since,
@@ -111,7 +121,14 @@ impl Reconciler {
                 timeout_seconds: Some(wait_seconds.max(1)),
                 ..FeedOptions::default()
             })
-            .await?;
+            .await;
+        let page = match feed {
+            Err(error) if error.code() == Some(ProblemCode::Gone) => {
+                let revision = error.problem().and_then(|p| p.revision).unwrap_or(0);
+                return self.relist(revision).await;
+            }
+            page => page?,
+        };
         self.since = page.revision;
         let changes = page.items.len();
         for item in page.items {
@@ -127,6 +144,24 @@ impl Reconciler {
             }
         }
         Ok(changes)
+    }
+
+    async fn relist(&mut self, revision: i64) -> Result<usize, ClientError> {
+        let mut listed = 0;
+        for (uid, workflow) in self.workflows.clone() {
+            let options = ListOptions {
+                workflow_uid: Some(uid.clone()),
+                ..ListOptions::default()
+            };
+            self.results.retain(|(known_uid, _), _| *known_uid != uid);
+            let mut pages = pin!(self.client.list_all(&self.namespace, &workflow, options));
+            while let Some(result) = pages.next().await {
+                self.remember(result?);
+                listed += 1;
+            }
+        }
+        self.since = revision;
+        Ok(listed)
     }
 
     /// The result of a node as last seen on the feed.

@@ -4,15 +4,17 @@
 use std::pin::pin;
 use std::time::Duration;
 
+use argo_results_client::controller::{Decision, PodPhase, Reconciler};
 use argo_results_client::proto::{FeedItem, ProblemCode};
 use argo_results_client::{FeedOptions, RetryPolicy, WatchEvent};
-use argo_results_tests::fixtures::{NS, WF, step};
+use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
 use argo_results_tests::tokens::{self, READER};
 use argo_results_tests::{Backend, TestServer};
 use futures_util::StreamExt;
 
 on_both_backends!(
     a_reader_behind_the_history_gets_410_and_resumes,
+    the_reconciler_relists_when_its_history_is_gone,
     results_unchanged_past_retention_are_removed_with_tombstones,
 );
 
@@ -126,5 +128,42 @@ async fn results_unchanged_past_retention_are_removed_with_tombstones(backend: B
     assert!(
         metrics.contains("argo_results_retention_deleted_total{kind=\"results\"} 2"),
         "{metrics}"
+    );
+}
+
+async fn the_reconciler_relists_when_its_history_is_gone(backend: Backend) {
+    let server = TestServer::start_with(
+        backend,
+        &["--feed-retention", "1s", "--retention-every", "100ms"],
+    )
+    .await;
+    let mut controller = Reconciler::new(server.controller(), NS, 0);
+    let s = step(1);
+    controller
+        .pod_created(WF, UID, &s.node_id, &s.pod_name, &s.pod_uid)
+        .await
+        .expect("expect");
+    controller.follow(0).await.expect("feed");
+    server.complete(&s, 1).await;
+    eventually("the history is pruned", async || {
+        server.count("SELECT COUNT(*) FROM changes").await == 0
+    })
+    .await;
+    // The completion's change is gone from the feed: only a re-list can show it.
+    controller
+        .follow(0)
+        .await
+        .expect("re-list instead of an error");
+    assert_eq!(
+        controller.decide(UID, &s.node_id, PodPhase::Succeeded),
+        Decision::Succeeded {
+            outputs: Some(outputs(1))
+        }
+    );
+    server.register(&step(2)).await;
+    assert_eq!(
+        controller.follow(0).await.expect("feed"),
+        1,
+        "and the feed goes on"
     );
 }
