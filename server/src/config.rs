@@ -123,6 +123,10 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_MAX_CONNECTIONS", default_value_t = 10)]
     pub max_connections: u32,
 
+    /// Print the OpenAPI document of this server's API and exit.
+    #[arg(long)]
+    pub openapi: bool,
+
     /// Log lines as text or as one JSON object per line.
     #[arg(
         long,

@@ -18,6 +18,10 @@ fn init_logging(format: LogFormat) {
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = Config::parse();
+    if config.openapi {
+        print!("{}", argo_results_server::http::openapi_json());
+        return ExitCode::SUCCESS;
+    }
     init_logging(config.log_format);
     match argo_results_server::run(config).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -91,9 +91,9 @@ fn written(written: Written) -> Response {
     json(status, &written.result)
 }
 
-/// Every route, and the OpenAPI document generated from them.
-pub fn router(state: AppState) -> Router {
-    let (api, document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+/// The API's routes and the OpenAPI document generated from them.
+fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(results::report, results::get))
         .routes(routes!(results::abandon))
         .routes(routes!(results::list, results::delete))
@@ -101,8 +101,19 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(feed::feed))
         .routes(routes!(cron::claim, cron::claims))
         .routes(routes!(whoami::whoami))
-        .split_for_parts();
-    let document = Arc::new(document.to_pretty_json().unwrap_or_default());
+        .split_for_parts()
+}
+
+/// The OpenAPI 3.1 document, as served at `/api/v1/openapi.json` and committed as
+/// `proto/openapi.json`.
+pub fn openapi_json() -> String {
+    api().1.to_pretty_json().unwrap_or_default() + "\n"
+}
+
+/// Every route, the OpenAPI document included.
+pub fn router(state: AppState) -> Router {
+    let (api, _) = api();
+    let document = Arc::new(openapi_json());
     api.route(
         "/api/v1/openapi.json",
         get(move || {

@@ -74,3 +74,18 @@ async fn the_openapi_document_lists_every_operation() {
         );
     }
 }
+
+/// The served document is the committed `proto/openapi.json`, so the contract's changes
+/// show in review.
+#[tokio::test]
+async fn the_committed_openapi_document_is_the_served_one() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let served = server.get("/api/v1/openapi.json", None).await.text;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../proto/openapi.json");
+    let committed = std::fs::read_to_string(path).expect("proto/openapi.json");
+    assert!(
+        served == committed,
+        "proto/openapi.json is stale; regenerate it with\n  \
+         cargo run -q -p argo-results-server -- --openapi > proto/openapi.json"
+    );
+}
