@@ -111,6 +111,11 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_RETENTION_EVERY", default_value = "1m", value_parser = parse_duration)]
     pub retention_every: Duration,
 
+    /// On SIGTERM or SIGINT, how long in-flight requests may take to finish before their
+    /// connections are closed (an unfinished write is rolled back, never acknowledged).
+    #[arg(long, env = "ARGO_RESULTS_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+
     /// Largest request body accepted.
     #[arg(long, env = "ARGO_RESULTS_MAX_BODY_BYTES", default_value_t = 1 << 20)]
     pub max_body_bytes: usize,

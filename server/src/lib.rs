@@ -212,12 +212,13 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     println!("argo-results-server listening on {scheme}://{addr}");
 
     let handle = axum_server::Handle::new();
+    let grace = config.shutdown_grace;
     let stopping_handle = handle.clone();
     tokio::spawn(async move {
         shutdown_signal().await;
         // Ends long polls so that in-flight requests finish promptly.
         let _ = stop.send(true);
-        stopping_handle.graceful_shutdown(None);
+        stopping_handle.graceful_shutdown(Some(grace));
     });
     let app = http::router(state).into_make_service();
     match tls {

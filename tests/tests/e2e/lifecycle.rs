@@ -8,6 +8,7 @@ use argo_results_tests::{Backend, TestServer};
 
 on_both_backends!(
     sigterm_ends_long_polls_and_exits_zero,
+    sigterm_under_load_loses_no_acknowledged_write,
     acknowledged_reports_survive_a_crash,
     probes_and_metrics_answer_without_a_token,
 );
@@ -86,4 +87,77 @@ async fn probes_and_metrics_answer_without_a_token(backend: Backend) {
         !metrics.text.contains(&s.node_id),
         "node IDs never become labels"
     );
+}
+
+/// 16 writers, then SIGTERM: the process exits 0 and every report that got a 2xx is there
+/// after a restart.
+async fn sigterm_under_load_loses_no_acknowledged_write(backend: Backend) {
+    let mut server = TestServer::start(backend).await;
+    let url = server.url().to_owned();
+    let writers: Vec<_> = (0..16u32)
+        .map(|w| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let mut acknowledged = Vec::new();
+                for i in 0..10_000 {
+                    let s = step(w * 10_000 + i);
+                    let pod = argo_results_client::Client::new(
+                        &url,
+                        Some(argo_results_tests::tokens::pod_token(
+                            NS,
+                            &s.pod_name,
+                            &s.pod_uid,
+                        )),
+                    )
+                    .expect("client");
+                    match pod
+                        .report(
+                            NS,
+                            WF,
+                            &s.node_id,
+                            &s.report(Some(1), true, Some(&outputs(i))),
+                        )
+                        .await
+                    {
+                        Ok(_) => acknowledged.push(s.node_id),
+                        Err(_) => break,
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = tokio::time::timeout(Duration::from_secs(60), server.terminate())
+        .await
+        .expect("exited within the grace period");
+    assert!(status.success(), "exit status {status}");
+    let mut acknowledged = Vec::new();
+    for writer in writers {
+        acknowledged.extend(writer.await.expect("writer"));
+    }
+    assert!(
+        !acknowledged.is_empty(),
+        "the writers wrote before the signal"
+    );
+    let server = server.crash_and_restart().await;
+    let stored = server.count("SELECT COUNT(*) FROM results").await;
+    let mut lost = 0;
+    for node_id in &acknowledged {
+        if server
+            .reader()
+            .get_result(NS, WF, node_id, None)
+            .await
+            .is_err()
+        {
+            lost += 1;
+        }
+    }
+    println!(
+        "SIGTERM under load ({:?}): acknowledged={} stored={stored} lost={lost}",
+        server.backend,
+        acknowledged.len()
+    );
+    assert_eq!(lost, 0);
+    assert!(stored >= acknowledged.len() as i64);
 }
