@@ -4,6 +4,7 @@ use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::auth::Reason;
@@ -30,6 +31,23 @@ struct ReasonLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    method: String,
+    status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+}
+
+/// Request durations from 1 ms to 30 s (long polls land in the last buckets).
+const DURATION_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     kind: &'static str,
 }
@@ -46,6 +64,8 @@ pub struct Metrics {
     auth_failures: Family<ReasonLabels, Counter>,
     retention_deleted: Family<KindLabels, Counter>,
     watchers: Gauge,
+    requests: Family<RequestLabels, Counter>,
+    durations: Family<RouteLabels, Histogram>,
 }
 
 /// Counts one waiting feed request for as long as it lives.
@@ -88,12 +108,28 @@ impl Metrics {
             "Feed requests waiting for a change (watch=true)",
             watchers.clone(),
         );
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests by route template, method and status",
+            requests.clone(),
+        );
+        let durations = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(DURATION_BUCKETS)
+        });
+        registry.register(
+            "http_request_duration_seconds",
+            "Time from request to answer, by route template",
+            durations.clone(),
+        );
         Metrics {
             registry,
             reports,
             auth_failures,
             retention_deleted,
             watchers,
+            requests,
+            durations,
         }
     }
 
@@ -106,6 +142,21 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    pub fn http_request(&self, route: &str, method: &str, status: u16, took: std::time::Duration) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                route: route.to_owned(),
+                method: method.to_owned(),
+                status,
+            })
+            .inc();
+        self.durations
+            .get_or_create(&RouteLabels {
+                route: route.to_owned(),
+            })
+            .observe(took.as_secs_f64());
     }
 
     pub fn retained(&self, pruned: Pruned) {

@@ -99,16 +99,26 @@ impl TestServer {
 
     /// As [`TestServer::start`], with more flags.
     pub async fn start_with(backend: Backend, flags: &[&str]) -> Self {
-        Self::start_configured(backend, None, flags).await
+        Self::start_configured(backend, None, flags, &[]).await
+    }
+
+    /// As [`TestServer::start_with`], with environment variables (e.g. `RUST_LOG`).
+    pub async fn start_with_env(backend: Backend, flags: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_configured(backend, None, flags, env).await
     }
 
     /// A server that asks `kube` (the fake API server), e.g. with `--kube-jwks` or
     /// `--token-review` among `flags`.
     pub async fn start_kube(backend: Backend, kube: &FakeKube, flags: &[&str]) -> Self {
-        Self::start_configured(backend, Some(kube), flags).await
+        Self::start_configured(backend, Some(kube), flags, &[]).await
     }
 
-    async fn start_configured(backend: Backend, kube: Option<&FakeKube>, flags: &[&str]) -> Self {
+    async fn start_configured(
+        backend: Backend,
+        kube: Option<&FakeKube>,
+        flags: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         sqlx::any::install_default_drivers();
         let dir = Arc::new(ScratchDir::new());
         let (database_url, schema) = match backend {
@@ -162,7 +172,7 @@ impl TestServer {
         if !flags.contains(&"--rbac") {
             command.args(["--controller", CONTROLLER, "--reader", READER]);
         }
-        command.args(flags);
+        command.args(flags).envs(env.iter().copied());
         Self::launch(command, backend, dir, database_url, schema).await
     }
 
@@ -186,9 +196,15 @@ impl TestServer {
             .append(true)
             .open(dir.0.join("server.log"))
             .expect("server log");
+        if !command
+            .as_std()
+            .get_envs()
+            .any(|(key, _)| key == "RUST_LOG")
+        {
+            command.env("RUST_LOG", "warn");
+        }
         let mut child = command
             .env_remove("DATABASE_URL")
-            .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)

@@ -7,6 +7,7 @@ mod cursor;
 pub mod error;
 mod expectations;
 mod feed;
+mod observe;
 mod openapi;
 mod params;
 
@@ -129,6 +130,10 @@ pub fn router(state: AppState) -> Router {
     .route("/healthz", get(probes::healthz))
     .route("/readyz", get(probes::readyz))
     .route("/metrics", get(probes::metrics))
+    .route_layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        observe::observe,
+    ))
     .fallback(|| async {
         error::ApiError::new(
             argo_results_proto::ProblemCode::NotFound,

@@ -43,12 +43,20 @@ pub struct CronPath {
 
 pub trait CheckNames {
     fn check(&self) -> Result<(), FieldError>;
+    /// Adds the names to the request's log span.
+    fn record(&self);
 }
 
 impl CheckNames for WorkflowPath {
     fn check(&self) -> Result<(), FieldError> {
         dns_label("namespace", &self.namespace)?;
         dns_subdomain("workflow", &self.workflow)
+    }
+
+    fn record(&self) {
+        let span = tracing::Span::current();
+        span.record("namespace", self.namespace.as_str());
+        span.record("workflow", self.workflow.as_str());
     }
 }
 
@@ -58,12 +66,25 @@ impl CheckNames for NodePath {
         dns_subdomain("workflow", &self.workflow)?;
         dns_subdomain("nodeId", &self.node_id)
     }
+
+    fn record(&self) {
+        let span = tracing::Span::current();
+        span.record("namespace", self.namespace.as_str());
+        span.record("workflow", self.workflow.as_str());
+        span.record("node", self.node_id.as_str());
+    }
 }
 
 impl CheckNames for CronPath {
     fn check(&self) -> Result<(), FieldError> {
         dns_label("namespace", &self.namespace)?;
         dns_subdomain("name", &self.name)
+    }
+
+    fn record(&self) {
+        let span = tracing::Span::current();
+        span.record("namespace", self.namespace.as_str());
+        span.record("workflow", self.name.as_str());
     }
 }
 
@@ -79,6 +100,7 @@ impl<S: Send + Sync, T: DeserializeOwned + CheckNames + Send> FromRequestParts<S
             .await
             .map_err(|e| ApiError::new(ProblemCode::InvalidParameter, e.body_text()))?;
         path.check().map_err(invalid_parameter)?;
+        path.record();
         Ok(Names(path))
     }
 }

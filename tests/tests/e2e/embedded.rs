@@ -115,8 +115,7 @@ async fn auth_none_on_loopback_allows_everything_and_says_so() {
     let mut command = Command::new(binary("argo-results-server"));
     command
         .current_dir(&dir.0)
-        .args(["--auth", "none", "--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "warn");
+        .args(["--auth", "none", "--listen", "127.0.0.1:0"]);
     let url = format!("sqlite://{}", dir.0.join("argo-results.db").display());
     let server = TestServer::launch(command, Backend::Sqlite, dir, url, None).await;
     let whoami = server.get("/api/v1/whoami", None).await;

@@ -7,6 +7,7 @@ use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::{Backend, TestServer};
 
 on_both_backends!(
+    json_logs_carry_request_ids_and_names_but_never_tokens,
     sigterm_ends_long_polls_and_exits_zero,
     sigterm_under_load_loses_no_acknowledged_write,
     acknowledged_reports_survive_a_crash,
@@ -160,4 +161,56 @@ async fn sigterm_under_load_loses_no_acknowledged_write(backend: Backend) {
     );
     assert_eq!(lost, 0);
     assert!(stored >= acknowledged.len() as i64);
+}
+
+async fn json_logs_carry_request_ids_and_names_but_never_tokens(backend: Backend) {
+    let server =
+        TestServer::start_with_env(backend, &["--log-format", "json"], &[("RUST_LOG", "info")])
+            .await;
+    let s = step(1);
+    let token = argo_results_tests::tokens::pod_token(NS, &s.pod_name, &s.pod_uid);
+    let answer = reqwest::Client::new()
+        .put(format!(
+            "{}/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+            server.url(),
+            s.node_id
+        ))
+        .bearer_auth(&token)
+        .header("x-request-id", "trace-me-42")
+        .json(&s.report(Some(1), true, Some(&outputs(1))))
+        .send()
+        .await
+        .expect("report");
+    assert_eq!(answer.status(), 201);
+    assert_eq!(answer.headers()["x-request-id"], "trace-me-42");
+    let generated = server.get("/healthz", None).await;
+    assert!(
+        generated.headers.contains_key("x-request-id"),
+        "an id is made when none is sent"
+    );
+    server.get("/api/v1/whoami", Some("not-a-token")).await;
+
+    let log = server.log();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect();
+    let finished = lines
+        .iter()
+        .find(|line| line["span"]["request_id"] == "trace-me-42")
+        .unwrap_or_else(|| panic!("no line of request trace-me-42:\n{log}"));
+    assert_eq!(finished["span"]["namespace"], NS);
+    assert_eq!(finished["span"]["workflow"], WF);
+    assert_eq!(finished["span"]["node"], s.node_id.as_str());
+    assert_eq!(finished["fields"]["status"], 201);
+    assert!(
+        !log.contains(&token) && !log.contains("not-a-token"),
+        "a token reached the log"
+    );
+    let metrics = server.get("/metrics", None).await.text;
+    assert!(
+        metrics.contains("argo_results_http_requests_total{route=\"/api/v1/namespaces/{namespace}/workflows/{workflow}/nodes/{nodeId}/result\",method=\"PUT\",status=\"201\"} 1"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains(&s.node_id));
 }
