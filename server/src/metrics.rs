@@ -10,13 +10,20 @@ use prometheus_client::registry::Registry;
 use crate::auth::Reason;
 use crate::store::Pruned;
 
-/// What became of a report; never a node ID or other unbounded value.
+/// What became of a report that reached the store; never a node ID or other unbounded
+/// value. (The label values are the variants' names, hence their case.)
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
 pub enum ReportOutcome {
     created,
     updated,
     replayed,
+    /// `stale_sequence`.
+    stale,
+    /// `already_completed`: a write to a frozen result.
+    conflict,
+    pod_mismatch,
+    /// Any other refusal or failure.
     refused,
 }
 

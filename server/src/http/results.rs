@@ -18,8 +18,8 @@ use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_paramete
 use super::{AppState, json, written};
 use crate::auth::{Caller, Verb, pod};
 use crate::metrics::ReportOutcome;
-use crate::store::Outcome;
 use crate::store::{ListQuery, Report, ResultKey};
+use crate::store::{Outcome, Refusal, StoreError, Written};
 use crate::validate;
 
 const LIST_DEFAULT_LIMIT: u32 = 500;
@@ -66,11 +66,19 @@ fn key(path: NodePath, workflow_uid: String) -> ResultKey {
     }
 }
 
-fn report_outcome(outcome: Outcome) -> ReportOutcome {
-    match outcome {
-        Outcome::Created => ReportOutcome::created,
-        Outcome::Updated => ReportOutcome::updated,
-        Outcome::Unchanged => ReportOutcome::replayed,
+fn report_outcome(stored: &Result<Written, StoreError>) -> ReportOutcome {
+    match stored {
+        Ok(written) => match written.outcome {
+            Outcome::Created => ReportOutcome::created,
+            Outcome::Updated => ReportOutcome::updated,
+            Outcome::Unchanged => ReportOutcome::replayed,
+        },
+        Err(StoreError::Refused(
+            Refusal::StaleSequence { .. } | Refusal::SequenceReused { .. },
+        )) => ReportOutcome::stale,
+        Err(StoreError::Refused(Refusal::Frozen { .. })) => ReportOutcome::conflict,
+        Err(StoreError::Refused(Refusal::PodMismatch { .. })) => ReportOutcome::pod_mismatch,
+        Err(_) => ReportOutcome::refused,
     }
 }
 
@@ -135,10 +143,7 @@ pub async fn report(
         .store
         .report(key(path, body.workflow_uid), report)
         .await;
-    state.metrics.report(match &stored {
-        Ok(stored) => report_outcome(stored.outcome),
-        Err(_) => ReportOutcome::refused,
-    });
+    state.metrics.report(report_outcome(&stored));
     Ok(written(stored?))
 }
 

@@ -70,6 +70,9 @@ async fn probes_and_metrics_answer_without_a_token(backend: Backend) {
     assert_eq!(server.get("/readyz", None).await.status, 200);
     let s = step(1);
     server.complete(&s, 1).await;
+    server.complete(&s, 1).await;
+    let other = s.report(Some(2), true, Some(&outputs(2)));
+    assert!(server.send(&s, &other).await.is_err(), "frozen");
     let metrics = server.get("/metrics", None).await;
     assert_eq!(metrics.status, 200);
     assert!(
@@ -77,13 +80,10 @@ async fn probes_and_metrics_answer_without_a_token(backend: Backend) {
         "{}",
         metrics.text
     );
-    assert!(
-        metrics
-            .text
-            .contains("argo_results_reports_total{outcome=\"created\"} 1"),
-        "{}",
-        metrics.text
-    );
+    for outcome in ["created", "replayed", "conflict"] {
+        let line = format!("argo_results_reports_total{{outcome=\"{outcome}\"}} 1");
+        assert!(metrics.text.contains(&line), "{line} in:\n{}", metrics.text);
+    }
     assert!(
         !metrics.text.contains(&s.node_id),
         "node IDs never become labels"
