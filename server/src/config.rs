@@ -132,6 +132,11 @@ pub struct Config {
     #[arg(long)]
     pub openapi: bool,
 
+    /// API requests served at once; the excess answers 429 overloaded with Retry-After
+    /// [default: 4 per database connection]. Waiting watches do not count.
+    #[arg(long, env = "ARGO_RESULTS_MAX_IN_FLIGHT")]
+    pub max_in_flight: Option<usize>,
+
     /// Log lines as text or as one JSON object per line.
     #[arg(
         long,
@@ -174,6 +179,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 impl Config {
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight
+            .unwrap_or(self.max_connections as usize * 4)
+            .max(1)
+    }
+
     pub fn database_url(&self) -> String {
         self.database_url.clone().unwrap_or_else(|| {
             format!(

@@ -83,13 +83,13 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
         || config.token_review
         || config.rbac
         || config.allow_unbound_executor_tokens;
-    let kube = match needs_kube {
-        true => Some(KubeApi(
-            kube::Client::try_default()
-                .await
-                .map_err(StartError::Kube)?,
-        )),
-        false => None,
+    let kube = if needs_kube {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(StartError::Kube)?;
+        Some(KubeApi(client))
+    } else {
+        None
     };
     let policy = TokenPolicy {
         audience: config.audience.clone(),
@@ -189,6 +189,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             max_result_bytes: config.max_result_bytes,
         },
         stopping,
+        in_flight: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight())),
     };
     let listener =
         std::net::TcpListener::bind(config.listen).map_err(|source| StartError::Listen {

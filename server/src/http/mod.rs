@@ -9,6 +9,7 @@ mod expectations;
 mod feed;
 mod observe;
 mod openapi;
+mod overload;
 mod params;
 
 pub use params::NodePath;
@@ -41,6 +42,8 @@ pub struct AppState {
     pub limits: Limits,
     /// Turns `true` when the server starts shutting down; long polls end early then.
     pub stopping: watch::Receiver<bool>,
+    /// Permits for API requests in flight (`--max-in-flight`).
+    pub in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -115,7 +118,11 @@ pub fn openapi_json() -> String {
 pub fn router(state: AppState) -> Router {
     let (api, _) = api();
     let document = Arc::new(openapi_json());
-    api.route(
+    api.route_layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        overload::limit,
+    ))
+    .route(
         "/api/v1/openapi.json",
         get(move || {
             let document = Arc::clone(&document);

@@ -106,7 +106,8 @@ fn optional_uid(uid: Option<String>) -> ApiResult<Option<String>> {
         (status = 413, description = "payload_too_large", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "unsupported_media_type", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "unavailable", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "overloaded: retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "unavailable: retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

@@ -8,6 +8,7 @@ use argo_results_tests::{Backend, TestServer};
 
 on_both_backends!(
     json_logs_carry_request_ids_and_names_but_never_tokens,
+    overload_answers_429_and_stores_every_accepted_report,
     sigterm_ends_long_polls_and_exits_zero,
     sigterm_under_load_loses_no_acknowledged_write,
     acknowledged_reports_survive_a_crash,
@@ -213,4 +214,51 @@ async fn json_logs_carry_request_ids_and_names_but_never_tokens(backend: Backend
         "{metrics}"
     );
     assert!(!metrics.contains(&s.node_id));
+}
+
+/// Over --max-in-flight the excess gets 429 with Retry-After and writes nothing; every
+/// accepted report is stored.
+async fn overload_answers_429_and_stores_every_accepted_report(backend: Backend) {
+    let server = TestServer::start_with(backend, &["--max-in-flight", "1"]).await;
+    let url = server.url().to_owned();
+    let senders: Vec<_> = (0..48u32)
+        .map(|i| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let s = step(i);
+                let token = argo_results_tests::tokens::pod_token(NS, &s.pod_name, &s.pod_uid);
+                let answer = reqwest::Client::new()
+                    .put(format!(
+                        "{url}/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+                        s.node_id
+                    ))
+                    .bearer_auth(token)
+                    .json(&s.report(Some(1), true, Some(&outputs(i))))
+                    .send()
+                    .await
+                    .expect("send");
+                let status = answer.status().as_u16();
+                let retry_after = answer.headers().contains_key("retry-after");
+                let code = answer.json::<serde_json::Value>().await.expect("json")["code"].clone();
+                (status, retry_after, code)
+            })
+        })
+        .collect();
+    let (mut accepted, mut shed) = (0, 0);
+    for sender in senders {
+        match sender.await.expect("sender") {
+            (201, ..) => accepted += 1,
+            (429, retry_after, code) => {
+                assert!(retry_after, "429 without Retry-After");
+                assert_eq!(code, "overloaded");
+                shed += 1;
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    assert!(
+        shed > 0,
+        "48 concurrent reports never exceeded one in flight"
+    );
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, accepted);
 }
