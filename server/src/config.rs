@@ -133,7 +133,7 @@ pub struct Config {
     pub openapi: bool,
 
     /// API requests served at once; the excess answers 429 overloaded with Retry-After
-    /// [default: 4 per database connection]. Waiting watches do not count.
+    /// [default: 32 per database connection]. Waiting watches do not count.
     #[arg(long, env = "ARGO_RESULTS_MAX_IN_FLIGHT")]
     pub max_in_flight: Option<usize>,
 
@@ -179,9 +179,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 impl Config {
+    /// A request holds a connection for milliseconds, so 32 waiting per connection stay
+    /// far inside the pool's 5 s acquire timeout while a real overload is still shed.
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight
-            .unwrap_or(self.max_connections as usize * 4)
+            .unwrap_or(self.max_connections as usize * 32)
             .max(1)
     }
 

@@ -191,3 +191,53 @@ fn describe(kind: &ErrorKind, validation: &Validation) -> AuthError {
     };
     AuthError::unauthenticated(reason, detail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use argo_results_proto::token::{TokenClaims, pem_encode};
+    use aws_lc_rs::signature::{ECDSA_P384_SHA384_FIXED_SIGNING, EcdsaKeyPair};
+    use jsonwebtoken::{EncodingKey, Header};
+
+    fn policy() -> TokenPolicy {
+        TokenPolicy {
+            audience: "argo-results".into(),
+            issuer: None,
+        }
+    }
+
+    #[test]
+    fn a_p384_key_verifies_es384_and_nothing_else() {
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        let pkcs8 =
+            EcdsaKeyPair::generate_pkcs8(&ECDSA_P384_SHA384_FIXED_SIGNING, &rng).expect("key");
+        let key = EncodingKey::from_ec_pem(pem_encode("PRIVATE KEY", pkcs8.as_ref()).as_bytes())
+            .expect("pem");
+        let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES384).expect("jwk");
+        jwk.common.key_id = Some("p384".into());
+        let keys = KeySet::from_jwk_set(&JwkSet { keys: vec![jwk] }, &policy()).expect("key set");
+        let claims = TokenClaims::user(
+            "issuer",
+            "argo-results",
+            "someone",
+            std::time::Duration::from_secs(60),
+        );
+        let mut header = Header::new(Algorithm::ES384);
+        header.kid = Some("p384".into());
+        let token = jsonwebtoken::encode(&header, &claims, &key).expect("sign");
+        assert_eq!(keys.verify(&token).expect("ES384 verifies").sub, "someone");
+    }
+
+    #[test]
+    fn symmetric_keys_are_refused_when_loaded() {
+        let refused = KeySet::from_jwks(
+            r#"{"keys":[{"kty":"oct","kid":"k","k":"c2VjcmV0"}]}"#,
+            &policy(),
+        );
+        assert!(matches!(refused, Err(KeyError::Refused { .. })));
+        assert!(matches!(
+            KeySet::from_jwks(r#"{"keys":[]}"#, &policy()),
+            Err(KeyError::Empty)
+        ));
+    }
+}

@@ -192,7 +192,7 @@ async fn all_runs(server: &TestServer, rule: Rule) -> Violations {
         .collect();
     let mut total = Violations::default();
     for run in runs {
-        let violations = tokio::time::timeout(Duration::from_secs(300), run)
+        let violations = tokio::time::timeout(Duration::from_secs(120), run)
             .await
             .expect("the runs finished")
             .expect("run");
