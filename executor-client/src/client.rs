@@ -7,7 +7,7 @@ use argo_results_proto::{
     NodeResult, Problem, ReportRequest, ResultList, Whoami,
 };
 use reqwest::header::RETRY_AFTER;
-use reqwest::{Method, RequestBuilder, StatusCode};
+use reqwest::{Method, RequestBuilder};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
@@ -413,11 +413,5 @@ impl Client {
     pub async fn whoami(&self) -> Result<Whoami, ClientError> {
         let url = self.url("/api/v1/whoami");
         self.call(|http| http.get(&url)).await
-    }
-
-    /// `true` once `/readyz` answers 200.
-    pub async fn ready(&self) -> Result<bool, ClientError> {
-        let response = self.http.get(self.url("/readyz")).send().await?;
-        Ok(response.status() == StatusCode::OK)
     }
 }

@@ -11,6 +11,6 @@ mod token;
 pub use argo_results_proto as proto;
 pub use client::{Answer, Client, ClientBuilder, FeedOptions, ListOptions};
 pub use error::ClientError;
-pub use retry::{RetryPolicy, transient_status};
+pub use retry::RetryPolicy;
 pub use stream::WatchEvent;
 pub use token::{TokenSource, token_namespace};
