@@ -73,6 +73,13 @@ pub struct Metrics {
     watchers: Gauge,
     requests: Family<RequestLabels, Counter>,
     durations: Family<RouteLabels, Histogram>,
+    pending: Family<StateLabels, Gauge>,
+    commits: Histogram,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
 }
 
 /// Counts one waiting feed request for as long as it lives.
@@ -129,6 +136,18 @@ impl Metrics {
             "Time from request to answer, by route template",
             durations.clone(),
         );
+        let pending = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "results_pending",
+            "Results not finished (expected, reporting), as of the last retention pass",
+            pending.clone(),
+        );
+        let commits = Histogram::new(DURATION_BUCKETS);
+        registry.register(
+            "report_commit_duration_seconds",
+            "Time from a report's arrival to its commit",
+            commits.clone(),
+        );
         Metrics {
             registry,
             reports,
@@ -137,6 +156,8 @@ impl Metrics {
             watchers,
             requests,
             durations,
+            pending,
+            commits,
         }
     }
 
@@ -164,6 +185,19 @@ impl Metrics {
                 route: route.to_owned(),
             })
             .observe(took.as_secs_f64());
+    }
+
+    pub fn pending(&self, expected: u64, reporting: u64) {
+        for (state, count) in [("expected", expected), ("reporting", reporting)] {
+            self.pending
+                .get_or_create(&StateLabels { state })
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// A report committed `took` after it arrived.
+    pub fn report_committed(&self, took: std::time::Duration) {
+        self.commits.observe(took.as_secs_f64());
     }
 
     pub fn retained(&self, pruned: Pruned) {

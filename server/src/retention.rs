@@ -1,6 +1,7 @@
 //! Retention: feed history older than `--feed-retention` and results unchanged for
 //! `--result-retention` are removed in the background, a batch per transaction. Every
-//! replica runs it; the store makes concurrent passes safe.
+//! replica runs it; the store makes concurrent passes safe. Each pass also refreshes
+//! `argo_results_results_pending`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +34,11 @@ pub fn spawn(retention: Retention, store: Arc<dyn Store>, metrics: Arc<Metrics>)
             {
                 Ok(pruned) => metrics.retained(pruned),
                 Err(error) => tracing::warn!(%error, "retention pass failed; trying again later"),
+            }
+            // The same pass counts the results still awaited, for the pending gauge.
+            match store.pending().await {
+                Ok((expected, reporting)) => metrics.pending(expected, reporting),
+                Err(error) => tracing::warn!(%error, "could not count pending results"),
             }
         }
     });

@@ -16,6 +16,10 @@ use super::AppState;
 
 const REQUEST_ID: &str = "x-request-id";
 
+/// When the request arrived, for handlers that time what follows.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrived(pub Instant);
+
 /// A caller's id if it is a sane one, else a new random one.
 fn request_id(request: &Request) -> String {
     request
@@ -27,8 +31,9 @@ fn request_id(request: &Request) -> String {
         .unwrap_or_else(|| format!("{:016x}", RandomState::new().hash_one(Instant::now())))
 }
 
-pub async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn observe(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
+    request.extensions_mut().insert(Arrived(started));
     let id = request_id(&request);
     let method = request.method().clone();
     let route = request

@@ -5,6 +5,7 @@ use argo_results_proto::{
     AbandonRequest, DeleteResponse, NodeResult, PROTOCOL_VERSION, Problem, ProblemCode,
     ReportRequest, ResultList, ResultState,
 };
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -14,6 +15,7 @@ use utoipa::IntoParams;
 use super::body::JsonBody;
 use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
+use super::observe::Arrived;
 use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
 use super::{AppState, json, written};
 use crate::auth::{Caller, Verb, pod};
@@ -115,6 +117,7 @@ pub async fn report(
     State(state): State<AppState>,
     caller: Caller,
     Names(path): Names<NodePath>,
+    Extension(Arrived(arrived)): Extension<Arrived>,
     JsonBody(body): JsonBody<ReportRequest>,
 ) -> ApiResult<Response> {
     if body.protocol_version != PROTOCOL_VERSION {
@@ -144,6 +147,9 @@ pub async fn report(
         .store
         .report(key(path, body.workflow_uid), report)
         .await;
+    if stored.is_ok() {
+        state.metrics.report_committed(arrived.elapsed());
+    }
     state.metrics.report(report_outcome(&stored));
     Ok(written(stored?))
 }

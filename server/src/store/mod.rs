@@ -221,6 +221,8 @@ pub trait Store: std::fmt::Debug + Send + Sync + 'static {
     /// `results_before` (Unix milliseconds), in batches.
     fn prune(&self, changes_before: i64, results_before: i64)
     -> BoxFuture<'_, StoreResult<Pruned>>;
+    /// How many results are `expected` and `reporting` (not finished) across the store.
+    fn pending(&self) -> BoxFuture<'_, StoreResult<(u64, u64)>>;
     /// The newest committed revision, updated after every commit of any replica.
     fn revisions(&self) -> watch::Receiver<i64>;
     /// Checks that the database answers.

@@ -59,6 +59,8 @@ const LOCK_HEAD: &str =
     "UPDATE store_state SET revision = revision WHERE id = 1 RETURNING revision";
 const SET_HEAD: &str = "UPDATE store_state SET revision = $1 WHERE id = 1";
 const READ_HEAD: &str = "SELECT revision FROM store_state WHERE id = 1";
+const PENDING: &str = "SELECT state, COUNT(*) AS n FROM results \
+     WHERE state IN ('expected', 'reporting') GROUP BY state";
 const READ_PRUNED: &str = "SELECT pruned_revision FROM store_state WHERE id = 1";
 /// Retention deletes at most this many rows per transaction.
 const RETENTION_BATCH: i64 = 1000;
@@ -643,6 +645,23 @@ impl Store for SqlStore {
                 results: self.expire_results(results_before).await?,
                 changes: self.prune_changes(changes_before).await?,
             })
+        })
+    }
+
+    fn pending(&self) -> BoxFuture<'_, StoreResult<(u64, u64)>> {
+        Box::pin(async move {
+            let rows = sqlx::query(PENDING).fetch_all(&self.pool).await?;
+            let mut pending = (0, 0);
+            for row in rows {
+                let state: String = row.try_get("state")?;
+                let n = u64::try_from(row.try_get::<i64, _>("n")?).unwrap_or_default();
+                match ResultState::parse(&state) {
+                    Some(ResultState::Expected) => pending.0 = n,
+                    Some(ResultState::Reporting) => pending.1 = n,
+                    _ => {}
+                }
+            }
+            Ok(pending)
         })
     }
 
