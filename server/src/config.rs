@@ -180,7 +180,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 impl Config {
     /// A request holds a connection for milliseconds, so 32 waiting per connection stay
-    /// far inside the pool's 5 s acquire timeout while a real overload is still shed.
+    /// far inside the pool's 3 s acquire timeout while a real overload is still shed.
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight
             .unwrap_or(self.max_connections as usize * 32)

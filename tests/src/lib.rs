@@ -7,6 +7,7 @@
 
 pub mod fake_kube;
 pub mod fixtures;
+pub mod private_postgres;
 pub mod server;
 pub mod tls;
 pub mod tokens;

@@ -21,6 +21,10 @@ use tokio::sync::watch;
 
 pub use sql::SqlStore;
 
+/// How long a request may wait for a database connection before it is answered
+/// `503 unavailable`: an outage or an exhausted pool is reported within 5 s, never queued.
+const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub type StoreResult<T> = Result<T, StoreError>;
 

@@ -7,7 +7,7 @@ use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
 use sqlx::postgres::PgListener;
 
-use super::StoreResult;
+use super::{ACQUIRE_TIMEOUT, StoreResult};
 use crate::feed::Notifier;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
@@ -23,7 +23,7 @@ const RELISTEN_AFTER: Duration = Duration::from_secs(1);
 pub(super) async fn connect(url: &str, max_connections: u32) -> StoreResult<AnyPool> {
     let pool = AnyPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(5))
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect(url)
         .await?;
     // Replicas starting together serialize here: sqlx holds an advisory lock while migrating.

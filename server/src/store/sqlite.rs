@@ -1,19 +1,17 @@
 //! Opening the SQLite file of the embedded default (one replica only).
 
-use std::time::Duration;
-
 use sqlx::AnyPool;
 use sqlx::Executor;
 use sqlx::any::AnyPoolOptions;
 
-use super::StoreResult;
+use super::{ACQUIRE_TIMEOUT, StoreResult};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
 pub(super) async fn connect(path: &str, max_connections: u32) -> StoreResult<AnyPool> {
     let pool = AnyPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(5))
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .after_connect(|conn, _| {
             Box::pin(async move {
                 // WAL lets readers go on beside the one writer; FULL makes every commit

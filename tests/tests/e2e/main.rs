@@ -33,6 +33,7 @@ mod embedded;
 mod feed;
 mod lifecycle;
 mod openapi;
+mod outage;
 mod reads;
 mod reconciler;
 mod replicas;

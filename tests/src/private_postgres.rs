@@ -1,0 +1,128 @@
+//! A Postgres of a test's own, on its own port, that the test may stop and start again
+//! (Debian's server binaries; run as the `postgres` user when the test runs as root,
+//! since Postgres refuses to run as root).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::server::{ScratchDir, free_port};
+
+#[derive(Debug)]
+pub struct PrivatePostgres {
+    bin: PathBuf,
+    data: PathBuf,
+    port: u16,
+    _dir: ScratchDir,
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+impl PrivatePostgres {
+    fn run(&self, program: &str, args: &[&str]) {
+        let program = self.bin.join(program);
+        let status = if is_root() {
+            Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .arg(&program)
+                .args(args)
+                .status()
+        } else {
+            Command::new(&program).args(args).status()
+        }
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+        assert!(status.success(), "{} {args:?} failed", program.display());
+    }
+
+    /// Creates a cluster in a scratch directory and starts it.
+    pub fn start() -> Self {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("Debian's PostgreSQL server in /usr/lib/postgresql")
+            .filter_map(|entry| entry.ok().map(|e| e.path().join("bin")))
+            .filter(|bin| bin.join("pg_ctl").exists())
+            .max()
+            .expect("a PostgreSQL version with pg_ctl");
+        let dir = ScratchDir::new();
+        let data = dir.0.join("data");
+        if is_root() {
+            let status = Command::new("chown")
+                .args(["postgres:postgres"])
+                .arg(&dir.0)
+                .status();
+            assert!(
+                status.is_ok_and(|s| s.success()),
+                "chown the scratch directory"
+            );
+        }
+        let postgres = PrivatePostgres {
+            bin,
+            data,
+            port: free_port(),
+            _dir: dir,
+        };
+        let data = postgres.data.to_string_lossy().into_owned();
+        postgres.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
+        );
+        postgres.resume();
+        postgres
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Starts the server again on the same data and port.
+    pub fn resume(&self) {
+        let data = self.data.to_string_lossy().into_owned();
+        let options = format!(
+            "-p {} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port
+        );
+        self.run(
+            "pg_ctl",
+            &["-D", &data, "-o", &options, "-w", "-s", "start"],
+        );
+    }
+
+    /// Stops the server at once, as an outage would.
+    pub fn stop(&self) {
+        let data = self.data.to_string_lossy().into_owned();
+        self.run(
+            "pg_ctl",
+            &["-D", &data, "-m", "immediate", "-w", "-s", "stop"],
+        );
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        let data = self.data.to_string_lossy().into_owned();
+        let pg_ctl = self.bin.join("pg_ctl");
+        let mut command = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(pg_ctl);
+            c
+        } else {
+            Command::new(pg_ctl)
+        };
+        let _ = command
+            .args(["-D", &data, "-m", "immediate", "-s", "stop"])
+            .status();
+    }
+}
