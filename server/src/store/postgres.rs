@@ -10,8 +10,6 @@ use sqlx::postgres::PgListener;
 use super::{ACQUIRE_TIMEOUT, StoreResult};
 use crate::feed::Notifier;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
-
 /// Sent by every writing transaction; the channel is named after the schema, so that
 /// stores sharing a database do not wake each other.
 pub(super) const NOTIFY: &str = "SELECT pg_notify('argo_results.' || current_schema(), $1)";
@@ -27,7 +25,10 @@ pub(super) async fn connect(url: &str, max_connections: u32) -> StoreResult<AnyP
         .connect(url)
         .await?;
     // Replicas starting together serialize here: sqlx holds an advisory lock while migrating.
-    MIGRATOR.run(&pool).await?;
+    let mut migrator = sqlx::migrate!("../migrations/postgres");
+    // Migrations only add, so an older release (a rollback) runs on a newer schema.
+    migrator.set_ignore_missing(true);
+    migrator.run(&pool).await?;
     Ok(pool)
 }
 

@@ -6,8 +6,6 @@ use sqlx::any::AnyPoolOptions;
 
 use super::{ACQUIRE_TIMEOUT, StoreResult};
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
-
 pub(super) async fn connect(path: &str, max_connections: u32) -> StoreResult<AnyPool> {
     let pool = AnyPoolOptions::new()
         .max_connections(max_connections)
@@ -24,6 +22,9 @@ pub(super) async fn connect(path: &str, max_connections: u32) -> StoreResult<Any
         })
         .connect(&format!("sqlite://{path}?mode=rwc"))
         .await?;
-    MIGRATOR.run(&pool).await?;
+    let mut migrator = sqlx::migrate!("../migrations/sqlite");
+    // Migrations only add, so an older release (a rollback) runs on a newer schema.
+    migrator.set_ignore_missing(true);
+    migrator.run(&pool).await?;
     Ok(pool)
 }

@@ -7,6 +7,7 @@ use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::{Backend, TestServer};
 
 on_both_backends!(
+    a_rollback_starts_on_a_newer_schema,
     json_logs_carry_request_ids_and_names_but_never_tokens,
     overload_answers_429_and_stores_every_accepted_report,
     sigterm_ends_long_polls_and_exits_zero,
@@ -261,4 +262,27 @@ async fn overload_answers_429_and_stores_every_accepted_report(backend: Backend)
         "48 concurrent reports never exceeded one in flight"
     );
     assert_eq!(server.count("SELECT COUNT(*) FROM results").await, accepted);
+}
+
+/// A release started on a schema migrated by a newer one (a rollback) serves as usual.
+async fn a_rollback_starts_on_a_newer_schema(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.complete(&step(1), 1).await;
+    let db = server.db().await;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99990101000000, 'from a newer release', TRUE, $1, 0)",
+    )
+    .bind(vec![0u8; 48])
+    .execute(&db)
+    .await
+    .expect("a migration this release does not know");
+    db.close().await;
+    let server = server.crash_and_restart().await;
+    let read = server
+        .reader()
+        .get_result(NS, WF, &step(1).node_id, None)
+        .await
+        .expect("read");
+    assert_eq!(read.outputs.map(|o| o.get().to_owned()), Some(outputs(1)));
 }
