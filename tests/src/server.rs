@@ -314,15 +314,7 @@ impl TestServer {
         self.kill().await;
         // The same address, so that clients of the first process find the second.
         let address = self.url.rsplit("://").next().unwrap_or_default().to_owned();
-        let mut args = self.args.clone();
-        if let Some(at) = args.iter().position(|arg| arg == "--listen") {
-            args[at + 1] = address.into();
-        }
-        let mut command = Command::new(binary("argo-results-server"));
-        command
-            .args(&args)
-            .envs(self.envs.clone())
-            .current_dir(&self.dir.0);
+        let command = self.same_server_on(&address);
         let schema = self.schema.take();
         let database_url = self.database_url.clone();
         Self::launch(
@@ -335,17 +327,23 @@ impl TestServer {
         .await
     }
 
-    /// Another replica on the same store: the same flags, its own port.
-    pub async fn replica(&self) -> TestServer {
+    /// This server's command line and environment, listening on `address`.
+    fn same_server_on(&self, address: &str) -> Command {
         let mut args = self.args.clone();
         if let Some(at) = args.iter().position(|arg| arg == "--listen") {
-            args[at + 1] = "127.0.0.1:0".into();
+            args[at + 1] = address.into();
         }
         let mut command = Command::new(binary("argo-results-server"));
         command
             .args(&args)
             .envs(self.envs.clone())
             .current_dir(&self.dir.0);
+        command
+    }
+
+    /// Another replica on the same store: the same flags, its own port.
+    pub async fn replica(&self) -> TestServer {
+        let command = self.same_server_on("127.0.0.1:0");
         let database_url = self.database_url.clone();
         Self::launch(
             command,
@@ -403,6 +401,21 @@ pub struct Raw {
     pub json: serde_json::Value,
 }
 
+impl Raw {
+    pub async fn read(response: reqwest::Response) -> Raw {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body");
+        let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        Raw {
+            status,
+            headers,
+            text,
+            json,
+        }
+    }
+}
+
 impl TestServer {
     /// Sends exactly what a test wants, for bodies and headers the typed client never sends.
     pub async fn raw(
@@ -420,17 +433,7 @@ impl TestServer {
         if let Some(content_type) = content_type {
             request = request.header(reqwest::header::CONTENT_TYPE, content_type);
         }
-        let response = request.body(body).send().await.expect("send");
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let text = response.text().await.expect("body");
-        let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
-        Raw {
-            status,
-            headers,
-            text,
-            json,
-        }
+        Raw::read(request.body(body).send().await.expect("send")).await
     }
 
     /// Waits until `n` feed requests are waiting inside the server (its `feed_watchers`).

@@ -366,17 +366,7 @@ async fn send(server: &TestServer, authorization: &str, target: &Target) -> Raw 
         .header("authorization", authorization)
         .header("content-type", "application/json")
         .body(body);
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let text = response.text().await.expect("body");
-    let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
-    Raw {
-        status,
-        headers,
-        text,
-        json,
-    }
+    Raw::read(request.send().await.expect("send")).await
 }
 
 async fn attack_suite(mode: Mode) {

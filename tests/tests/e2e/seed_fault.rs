@@ -37,6 +37,19 @@ fn dependencies(node: usize) -> Vec<usize> {
     }
 }
 
+/// A client that retries transient answers (429, 503) as the executor and the controller
+/// do: 50 workflows at once on a debug build keep the server busy.
+fn retrying(url: &str, token: String) -> argo_results_client::Client {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    argo_results_client::Client::builder(url)
+        .token(argo_results_client::TokenSource::Value(token))
+        .retry(argo_results_client::RetryPolicy {
+            deadline: Some(deadline),
+        })
+        .build()
+        .expect("client")
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rule {
     /// The reference reconciler: Succeeded only with a completed result.
@@ -103,11 +116,8 @@ impl Run {
                 phase: None,
                 message: None,
             };
-            let pod = argo_results_client::Client::new(
-                &server_url,
-                Some(tokens::pod_token(NS, &pod_name, &pod_uid)),
-            )
-            .expect("client");
+            let token = tokens::pod_token(NS, &pod_name, &pod_uid);
+            let pod = retrying(&server_url, token);
             pod.report(NS, &workflow, &node_id, &report)
                 .await
                 .expect("report");
@@ -117,9 +127,7 @@ impl Run {
 
 /// Runs one workflow to the end under `rule`, returning what went wrong.
 async fn run_workflow(server_url: String, run: u32, rule: Rule) -> Violations {
-    let controller =
-        argo_results_client::Client::new(&server_url, Some(tokens::user_token(CONTROLLER)))
-            .expect("client");
+    let controller = retrying(&server_url, tokens::user_token(CONTROLLER));
     let mut reconciler = Reconciler::new(controller, NS, 0);
     let run = Run {
         workflow: format!("seed-{rule:?}-{run}").to_lowercase(),
