@@ -167,10 +167,15 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             config.listen
         );
     }
-    let store = SqlStore::connect(&config.database_url(), config.max_connections).await?;
+    let metrics = Arc::new(metrics::Metrics::new());
+    let store = SqlStore::connect(
+        &config.database_url(),
+        config.max_connections,
+        Arc::clone(&metrics),
+    )
+    .await?;
     let (stop, stopping) = watch::channel(false);
     let store: Arc<dyn store::Store> = Arc::new(store);
-    let metrics = Arc::new(metrics::Metrics::new());
     retention::spawn(
         retention::Retention {
             feed: config.feed_retention,

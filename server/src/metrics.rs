@@ -75,6 +75,8 @@ pub struct Metrics {
     durations: Family<RouteLabels, Histogram>,
     pending: Family<StateLabels, Gauge>,
     commits: Histogram,
+    store_durations: Histogram,
+    store_errors: Family<KindLabels, Counter>,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -148,6 +150,18 @@ impl Metrics {
             "Time from a report's arrival to its commit",
             commits.clone(),
         );
+        let store_durations = Histogram::new(DURATION_BUCKETS);
+        registry.register(
+            "store_transaction_duration_seconds",
+            "Time of each store operation (one transaction, or one snapshot read)",
+            store_durations.clone(),
+        );
+        let store_errors = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "store_errors",
+            "Store operations that failed: unavailable, database, migrate, corrupt",
+            store_errors.clone(),
+        );
         Metrics {
             registry,
             reports,
@@ -158,6 +172,8 @@ impl Metrics {
             durations,
             pending,
             commits,
+            store_durations,
+            store_errors,
         }
     }
 
@@ -192,6 +208,14 @@ impl Metrics {
             self.pending
                 .get_or_create(&StateLabels { state })
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// A store operation took `took`, and failed with `failure` if it did.
+    pub fn store_operation(&self, took: std::time::Duration, failure: Option<&'static str>) {
+        self.store_durations.observe(took.as_secs_f64());
+        if let Some(kind) = failure {
+            self.store_errors.get_or_create(&KindLabels { kind }).inc();
         }
     }
 

@@ -147,7 +147,8 @@ pub async fn report(
         .store
         .report(key(path, body.workflow_uid), report)
         .await;
-    if stored.is_ok() {
+    // Only writes commit; a replay answers from what is stored.
+    if matches!(&stored, Ok(written) if written.outcome != Outcome::Unchanged) {
         state.metrics.report_committed(arrived.elapsed());
     }
     state.metrics.report(report_outcome(&stored));

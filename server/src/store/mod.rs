@@ -178,6 +178,23 @@ pub enum StoreError {
     UnsupportedUrl(String),
 }
 
+impl StoreError {
+    /// The kind of a failure of the store itself, for `argo_results_store_errors_total`;
+    /// `None` for a refusal, which is the store doing its job.
+    pub fn kind(&self) -> Option<&'static str> {
+        match self {
+            StoreError::Refused(_) => None,
+            StoreError::Database(
+                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
+            ) => Some("unavailable"),
+            StoreError::Database(_) => Some("database"),
+            StoreError::Migrate(_) => Some("migrate"),
+            StoreError::Corrupt(_) => Some("corrupt"),
+            StoreError::UnsupportedUrl(_) => Some("config"),
+        }
+    }
+}
+
 /// Committed state of results and cron claims.
 pub trait Store: std::fmt::Debug + Send + Sync + 'static {
     /// Applies a wait container's report (API section 2).

@@ -6,6 +6,7 @@
 //! increasing order, which is what lets a feed reader resume from a revision without ever
 //! missing a late commit. Reads of a page and its summary share one snapshot.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use argo_results_proto::{Claim, ClaimList, FeedItem, NodeResult, ResultState, Summary};
@@ -22,6 +23,7 @@ use super::{
 };
 use crate::clock::{format_millis, format_scheduled, now_millis};
 use crate::feed::Notifier;
+use crate::metrics::Metrics;
 
 /// What differs between the two databases once connected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +53,7 @@ pub struct SqlStore {
     pool: AnyPool,
     dialect: Dialect,
     notifier: Arc<Notifier>,
+    metrics: Arc<Metrics>,
 }
 
 type Tx = Transaction<'static, Any>;
@@ -179,7 +182,11 @@ async fn record(tx: &mut Tx, namespace: &str, item: &FeedItem, now: i64) -> Stor
 
 impl SqlStore {
     /// Connects to `postgres://...` or `sqlite://PATH` and applies the migrations.
-    pub async fn connect(url: &str, max_connections: u32) -> StoreResult<Self> {
+    pub async fn connect(
+        url: &str,
+        max_connections: u32,
+        metrics: Arc<Metrics>,
+    ) -> StoreResult<Self> {
         sqlx::any::install_default_drivers();
         let (pool, dialect) = if url.starts_with("postgres://") || url.starts_with("postgresql://")
         {
@@ -204,6 +211,7 @@ impl SqlStore {
             pool,
             dialect,
             notifier,
+            metrics,
         })
     }
 
@@ -225,6 +233,20 @@ impl SqlStore {
         tx.commit().await?;
         self.notifier.publish(head);
         Ok(())
+    }
+
+    /// Times a store operation and counts its failures, for the store metrics.
+    fn measured<'a, T: Send + 'a>(
+        &'a self,
+        work: impl Future<Output = StoreResult<T>> + Send + 'a,
+    ) -> BoxFuture<'a, StoreResult<T>> {
+        Box::pin(async move {
+            let started = std::time::Instant::now();
+            let result = work.await;
+            let failure = result.as_ref().err().and_then(StoreError::kind);
+            self.metrics.store_operation(started.elapsed(), failure);
+            result
+        })
     }
 
     /// Runs one row's decision in a writing transaction and stores its outcome.
@@ -560,7 +582,7 @@ impl SqlStore {
 
 impl Store for SqlStore {
     fn report(&self, key: ResultKey, report: Report) -> BoxFuture<'_, StoreResult<Written>> {
-        Box::pin(async move {
+        self.measured(async move {
             self.write_one(&key, |current, now| {
                 rules::report(current, &key, &report, now)
             })
@@ -573,7 +595,7 @@ impl Store for SqlStore {
         key: ResultKey,
         expectation: Expectation,
     ) -> BoxFuture<'_, StoreResult<Written>> {
-        Box::pin(async move {
+        self.measured(async move {
             self.write_one(&key, |current, now| {
                 rules::expect(current, &key, &expectation, now)
             })
@@ -582,7 +604,7 @@ impl Store for SqlStore {
     }
 
     fn abandon(&self, key: ResultKey, reason: String) -> BoxFuture<'_, StoreResult<Written>> {
-        Box::pin(async move {
+        self.measured(async move {
             self.write_one(&key, |current, now| {
                 rules::abandon(current, &key, &reason, now)
             })
@@ -596,7 +618,7 @@ impl Store for SqlStore {
         workflow: String,
         workflow_uid: String,
     ) -> BoxFuture<'_, StoreResult<u64>> {
-        Box::pin(self.delete(namespace, workflow, workflow_uid))
+        self.measured(self.delete(namespace, workflow, workflow_uid))
     }
 
     fn get(
@@ -606,11 +628,11 @@ impl Store for SqlStore {
         node_id: String,
         workflow_uid: Option<String>,
     ) -> BoxFuture<'_, StoreResult<Option<NodeResult>>> {
-        Box::pin(self.get_one(namespace, workflow, node_id, workflow_uid))
+        self.measured(self.get_one(namespace, workflow, node_id, workflow_uid))
     }
 
     fn list(&self, query: ListQuery) -> BoxFuture<'_, StoreResult<ResultPage>> {
-        Box::pin(self.list_page(query))
+        self.measured(self.list_page(query))
     }
 
     fn feed(
@@ -619,11 +641,11 @@ impl Store for SqlStore {
         namespace: Option<String>,
         limit: u32,
     ) -> BoxFuture<'_, StoreResult<FeedChunk>> {
-        Box::pin(self.read_feed(since, namespace, limit))
+        self.measured(self.read_feed(since, namespace, limit))
     }
 
     fn claim(&self, claim: NewClaim) -> BoxFuture<'_, StoreResult<Claim>> {
-        Box::pin(self.insert_claim(claim))
+        self.measured(self.insert_claim(claim))
     }
 
     fn claims(
@@ -632,7 +654,7 @@ impl Store for SqlStore {
         cron_workflow: String,
         cron_workflow_uid: Option<String>,
     ) -> BoxFuture<'_, StoreResult<ClaimList>> {
-        Box::pin(self.list_claims(namespace, cron_workflow, cron_workflow_uid))
+        self.measured(self.list_claims(namespace, cron_workflow, cron_workflow_uid))
     }
 
     fn prune(
@@ -640,7 +662,7 @@ impl Store for SqlStore {
         changes_before: i64,
         results_before: i64,
     ) -> BoxFuture<'_, StoreResult<Pruned>> {
-        Box::pin(async move {
+        self.measured(async move {
             Ok(Pruned {
                 results: self.expire_results(results_before).await?,
                 changes: self.prune_changes(changes_before).await?,
@@ -649,7 +671,7 @@ impl Store for SqlStore {
     }
 
     fn pending(&self) -> BoxFuture<'_, StoreResult<(u64, u64)>> {
-        Box::pin(async move {
+        self.measured(async move {
             let rows = sqlx::query(PENDING).fetch_all(&self.pool).await?;
             let mut pending = (0, 0);
             for row in rows {
@@ -670,7 +692,7 @@ impl Store for SqlStore {
     }
 
     fn ping(&self) -> BoxFuture<'_, StoreResult<()>> {
-        Box::pin(async move {
+        self.measured(async move {
             sqlx::query(READ_HEAD).fetch_one(&self.pool).await?;
             Ok(())
         })

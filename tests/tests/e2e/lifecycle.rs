@@ -67,7 +67,7 @@ async fn acknowledged_reports_survive_a_crash(backend: Backend) {
 }
 
 async fn probes_and_metrics_answer_without_a_token(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_with(backend, &["--retention-every", "100ms"]).await;
     assert_eq!(server.get("/healthz", None).await.status, 200);
     assert_eq!(server.get("/readyz", None).await.status, 200);
     let s = step(1);
@@ -90,6 +90,30 @@ async fn probes_and_metrics_answer_without_a_token(backend: Backend) {
         !metrics.text.contains(&s.node_id),
         "node IDs never become labels"
     );
+    for present in [
+        "argo_results_report_commit_duration_seconds_count 1",
+        "argo_results_store_transaction_duration_seconds_count",
+        "argo_results_http_request_duration_seconds_count{",
+    ] {
+        assert!(
+            metrics.text.contains(present),
+            "{present} in:\n{}",
+            metrics.text
+        );
+    }
+    assert!(
+        !metrics.text.contains("argo_results_store_errors_total{"),
+        "no store error yet"
+    );
+    server.register(&step(2)).await;
+    for _ in 0..100 {
+        let text = server.get("/metrics", None).await.text;
+        if text.contains("argo_results_results_pending{state=\"expected\"} 1") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the pending gauge never counted the expected result");
 }
 
 /// 16 writers, then SIGTERM: the process exits 0 and every report that got a 2xx is there

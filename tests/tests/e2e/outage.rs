@@ -71,6 +71,11 @@ async fn a_database_outage_answers_503_and_recovers() {
         refused.text
     );
     assert!(refused.headers.contains_key("retry-after"));
+    let metrics = server.get("/metrics", None).await.text;
+    assert!(
+        metrics.contains("argo_results_store_errors_total{kind=\"unavailable\"}"),
+        "{metrics}"
+    );
 
     postgres.resume();
     let mut stored = None;
