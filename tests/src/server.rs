@@ -451,10 +451,18 @@ impl TestServer {
     }
 }
 
-/// A loopback port that nothing listens on (until a test starts something there).
+/// A loopback port that nothing listens on (until a test starts something there). It is
+/// taken below the kernel's ephemeral range, where the servers of other tests (started
+/// on port 0) cannot land on it in the meantime.
 pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address").port()
+    use std::hash::{BuildHasher, RandomState};
+    loop {
+        let offset = RandomState::new().hash_one(std::time::Instant::now()) % 10_000;
+        let port = 20_000 + u16::try_from(offset).expect("below 10000");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// The current time in Unix milliseconds, as the store keeps times.
