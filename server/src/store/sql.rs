@@ -131,6 +131,23 @@ fn decode_claim(row: &AnyRow) -> Result<Claim, sqlx::Error> {
     })
 }
 
+/// Reads `state, n` rows (a count per state) into a summary.
+fn summarize(counts: &[AnyRow]) -> StoreResult<Summary> {
+    let mut summary = Summary::default();
+    for count in counts {
+        let state: String = count.try_get("state")?;
+        let n = u64::try_from(count.try_get::<i64, _>("n")?).unwrap_or_default();
+        match ResultState::parse(&state) {
+            Some(ResultState::Expected) => summary.expected = n,
+            Some(ResultState::Reporting) => summary.reporting = n,
+            Some(ResultState::Completed) => summary.completed = n,
+            Some(ResultState::Abandoned) => summary.abandoned = n,
+            None => return Err(StoreError::Corrupt(format!("unknown state {state:?}"))),
+        }
+    }
+    Ok(summary)
+}
+
 async fn load(tx: &mut Tx, key: &ResultKey) -> StoreResult<Option<Row>> {
     let row = sqlx::query(SELECT_BY_KEY)
         .bind(&key.namespace)
@@ -338,17 +355,7 @@ impl SqlStore {
             .bind(&query.workflow)
             .fetch_all(&mut *tx)
             .await?;
-        for count in counts {
-            let state: String = count.try_get("state")?;
-            let n = u64::try_from(count.try_get::<i64, _>("n")?).unwrap_or_default();
-            match ResultState::parse(&state) {
-                Some(ResultState::Expected) => page.summary.expected = n,
-                Some(ResultState::Reporting) => page.summary.reporting = n,
-                Some(ResultState::Completed) => page.summary.completed = n,
-                Some(ResultState::Abandoned) => page.summary.abandoned = n,
-                None => return Err(StoreError::Corrupt(format!("unknown state {state:?}"))),
-            }
-        }
+        page.summary = summarize(&counts)?;
         let rows = sqlx::query(SELECT_PAGE)
             .bind(&query.namespace)
             .bind(&uid)
@@ -672,18 +679,9 @@ impl Store for SqlStore {
 
     fn pending(&self) -> BoxFuture<'_, StoreResult<(u64, u64)>> {
         self.measured(async move {
-            let rows = sqlx::query(PENDING).fetch_all(&self.pool).await?;
-            let mut pending = (0, 0);
-            for row in rows {
-                let state: String = row.try_get("state")?;
-                let n = u64::try_from(row.try_get::<i64, _>("n")?).unwrap_or_default();
-                match ResultState::parse(&state) {
-                    Some(ResultState::Expected) => pending.0 = n,
-                    Some(ResultState::Reporting) => pending.1 = n,
-                    _ => {}
-                }
-            }
-            Ok(pending)
+            let counts = sqlx::query(PENDING).fetch_all(&self.pool).await?;
+            let summary = summarize(&counts)?;
+            Ok((summary.expected, summary.reporting))
         })
     }
 
