@@ -40,6 +40,11 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
+    /// Also serve /metrics, /healthz and /readyz over plain HTTP on this address (for
+    /// Prometheus and kubelet probes when the API listens with TLS).
+    #[arg(long, env = "ARGO_RESULTS_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// Where the embedded default keeps its SQLite file and dev signing key.
     #[arg(long, env = "ARGO_RESULTS_DATA_DIR", default_value = ".")]
     pub data_dir: PathBuf,

@@ -210,14 +210,32 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         ),
         _ => None,
     };
+    let operations = match config.metrics_listen {
+        Some(addr) => Some(std::net::TcpListener::bind(addr).map_err(|source| {
+            StartError::Listen { addr, source }
+        })?),
+        None => None,
+    };
     let scheme = if tls.is_some() { "https" } else { "http" };
     if let Some(dev) = &dev {
         print!("{}", dev_banner(dev, &config.audience, scheme, addr)?);
     }
+    let handle = axum_server::Handle::new();
+    if let Some(listener) = operations {
+        let addr = listener.local_addr().map_err(StartError::Serve)?;
+        let server = axum_server::from_tcp(listener).map_err(StartError::Serve)?;
+        let router = http::operations_router(state.clone()).into_make_service();
+        println!("argo-results-server serving metrics and probes on http://{addr}");
+        let serving = server.handle(handle.clone()).serve(router);
+        tokio::spawn(async move {
+            if let Err(error) = serving.await {
+                tracing::error!(%error, "the metrics listener stopped");
+            }
+        });
+    }
     // Printed last: once it is out, the server is ready and all else was said.
     println!("argo-results-server listening on {scheme}://{addr}");
 
-    let handle = axum_server::Handle::new();
     let grace = config.shutdown_grace;
     let stopping_handle = handle.clone();
     tokio::spawn(async move {

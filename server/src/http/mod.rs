@@ -134,18 +134,36 @@ pub fn router(state: AppState) -> Router {
             }
         }),
     )
-    .route("/healthz", get(probes::healthz))
-    .route("/readyz", get(probes::readyz))
-    .route("/metrics", get(probes::metrics))
+    .merge(operations())
     .route_layer(axum::middleware::from_fn_with_state(
         state.clone(),
         observe::observe,
     ))
-    .fallback(|| async {
-        error::ApiError::new(
-            argo_results_proto::ProblemCode::NotFound,
-            "no such route; see /api/v1/openapi.json",
-        )
-    })
+    .fallback(not_found)
     .with_state(state)
+}
+
+/// Probes and metrics alone, for `--metrics-listen`.
+pub fn operations_router(state: AppState) -> Router {
+    operations()
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            observe::observe,
+        ))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+fn operations() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(probes::healthz))
+        .route("/readyz", get(probes::readyz))
+        .route("/metrics", get(probes::metrics))
+}
+
+async fn not_found() -> error::ApiError {
+    error::ApiError::new(
+        argo_results_proto::ProblemCode::NotFound,
+        "no such route; see /api/v1/openapi.json",
+    )
 }

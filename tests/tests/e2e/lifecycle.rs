@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use argo_results_client::FeedOptions;
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
+use argo_results_tests::server::{Raw, free_port};
 use argo_results_tests::{Backend, TestServer};
 
 on_both_backends!(
@@ -14,6 +15,7 @@ on_both_backends!(
     sigterm_under_load_loses_no_acknowledged_write,
     acknowledged_reports_survive_a_crash,
     probes_and_metrics_answer_without_a_token,
+    metrics_listen_serves_probes_and_metrics_alone,
 );
 
 async fn sigterm_ends_long_polls_and_exits_zero(backend: Backend) {
@@ -309,4 +311,34 @@ async fn a_rollback_starts_on_a_newer_schema(backend: Backend) {
         .await
         .expect("read");
     assert_eq!(read.outputs.map(|o| o.get().to_owned()), Some(outputs(1)));
+}
+
+/// `--metrics-listen`: a plain-HTTP address for Prometheus and probes, without the API.
+async fn metrics_listen_serves_probes_and_metrics_alone(backend: Backend) {
+    let port = free_port().to_string();
+    let listen = format!("127.0.0.1:{port}");
+    let server = TestServer::start_with(backend, &["--metrics-listen", &listen]).await;
+    assert!(
+        server
+            .stdout()
+            .contains(&format!("serving metrics and probes on http://{listen}")),
+        "{}",
+        server.stdout()
+    );
+    server.complete(&step(1), 1).await;
+    let get = |path: &str| {
+        let url = format!("http://{listen}{path}");
+        async move { Raw::read(reqwest::get(url).await.expect("metrics listener")).await }
+    };
+    assert_eq!(get("/healthz").await.status, 200);
+    assert_eq!(get("/readyz").await.status, 200);
+    let metrics = get("/metrics").await;
+    assert_eq!(metrics.status, 200);
+    let created = "argo_results_reports_total{outcome=\"created\"} 1";
+    assert!(metrics.text.contains(created), "{}", metrics.text);
+    let api = get(&format!("/api/v1/namespaces/{NS}/workflows/{WF}/results")).await;
+    assert_eq!(api.status, 404, "the API is not on the metrics address");
+    assert_eq!(api.json["code"], "not_found");
+    // The API's own address keeps serving /metrics too.
+    assert_eq!(server.get("/metrics", None).await.status, 200);
 }
