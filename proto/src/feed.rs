@@ -29,6 +29,14 @@ impl FeedItem {
             FeedItem::Upserted { revision, .. } | FeedItem::Deleted { revision, .. } => *revision,
         }
     }
+
+    /// The namespace of the result the change is about.
+    pub fn namespace(&self) -> &str {
+        match self {
+            FeedItem::Upserted { result, .. } => &result.namespace,
+            FeedItem::Deleted { namespace, .. } => namespace,
+        }
+    }
 }
 
 /// Every change after `since`, then the revision to pass as the next `since`.

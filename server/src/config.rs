@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+use crate::store::Batching;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
     /// Validate tokens: with --jwks-file when given, else (on loopback) with a dev key.
@@ -133,6 +135,16 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_MAX_CONNECTIONS", default_value_t = 10)]
     pub max_connections: u32,
 
+    /// Writes committed together in one transaction at most (group commit); 1 commits
+    /// each write alone.
+    #[arg(long, env = "ARGO_RESULTS_BATCH_MAX", default_value_t = 128,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub batch_max: u16,
+
+    /// How long the first write of a transaction waits for others to join it.
+    #[arg(long, env = "ARGO_RESULTS_BATCH_WAIT", default_value = "2ms", value_parser = parse_duration)]
+    pub batch_wait: Duration,
+
     /// Print the OpenAPI document of this server's API and exit.
     #[arg(long)]
     pub openapi: bool,
@@ -190,6 +202,13 @@ impl Config {
         self.max_in_flight
             .unwrap_or(self.max_connections as usize * 32)
             .max(1)
+    }
+
+    pub fn batching(&self) -> Batching {
+        Batching {
+            max: usize::from(self.batch_max),
+            wait: self.batch_wait,
+        }
     }
 
     pub fn database_url(&self) -> String {

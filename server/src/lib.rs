@@ -171,6 +171,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let store = SqlStore::connect(
         &config.database_url(),
         config.max_connections,
+        config.batching(),
         Arc::clone(&metrics),
     )
     .await?;
@@ -211,9 +212,10 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         _ => None,
     };
     let operations = match config.metrics_listen {
-        Some(addr) => Some(std::net::TcpListener::bind(addr).map_err(|source| {
-            StartError::Listen { addr, source }
-        })?),
+        Some(addr) => Some(
+            std::net::TcpListener::bind(addr)
+                .map_err(|source| StartError::Listen { addr, source })?,
+        ),
         None => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };

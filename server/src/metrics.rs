@@ -77,6 +77,7 @@ pub struct Metrics {
     commits: Histogram,
     store_durations: Histogram,
     store_errors: Family<KindLabels, Counter>,
+    batches: Histogram,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -153,7 +154,7 @@ impl Metrics {
         let store_durations = Histogram::new(DURATION_BUCKETS);
         registry.register(
             "store_transaction_duration_seconds",
-            "Time of each store operation (one transaction, or one snapshot read)",
+            "Time a caller waits for each store operation (a write's shared transaction, or one snapshot read)",
             store_durations.clone(),
         );
         let store_errors = Family::<KindLabels, Counter>::default();
@@ -162,8 +163,15 @@ impl Metrics {
             "Store operations that failed: unavailable, database, migrate, corrupt",
             store_errors.clone(),
         );
+        let batches = Histogram::new([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
+        registry.register(
+            "store_batch_writes",
+            "Writes decided together in one transaction (group commit)",
+            batches.clone(),
+        );
         Metrics {
             registry,
+            batches,
             reports,
             auth_failures,
             retention_deleted,
@@ -217,6 +225,11 @@ impl Metrics {
         if let Some(kind) = failure {
             self.store_errors.get_or_create(&KindLabels { kind }).inc();
         }
+    }
+
+    /// One transaction decided `writes` writes.
+    pub fn batch_decided(&self, writes: usize) {
+        self.batches.observe(writes as f64);
     }
 
     /// A report committed `took` after it arrived.

@@ -136,10 +136,8 @@ impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         let refusal = match error {
             StoreError::Refused(refusal) => refusal,
-            StoreError::Database(
-                ref e @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)),
-            ) => {
-                tracing::warn!(error = %e, "database unavailable");
+            other if other.kind() == Some("unavailable") => {
+                tracing::warn!(error = %other, "database unavailable");
                 return ApiError::new(
                     ProblemCode::Unavailable,
                     "the database is unavailable; retry later",

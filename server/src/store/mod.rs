@@ -4,9 +4,10 @@
 //! mismatch / expectation reset / abandon / delete / claim, each in one transaction. The
 //! decisions are pure functions ([`rules`]) over the stored row, and one SQL implementation
 //! ([`sql`]) runs them on Postgres and SQLite alike, so both backends behave identically.
-//! Writes go through the [`Store`] trait so that a batching store (group commit) can wrap
-//! another without touching handlers.
+//! Writes of many requests share a transaction ([`group_commit`]) without changing what
+//! any of them decides.
 
+mod group_commit;
 mod postgres;
 mod row;
 mod rules;
@@ -19,6 +20,7 @@ use std::pin::Pin;
 use argo_results_proto::{Claim, ClaimList, NodeResult, ResultState, Summary};
 use tokio::sync::watch;
 
+pub use group_commit::Batching;
 pub use sql::SqlStore;
 
 /// How long a request may wait for a database connection before it is answered
@@ -176,6 +178,11 @@ pub enum StoreError {
     Corrupt(String),
     #[error("unsupported database URL {0:?}: use postgres://... or sqlite://PATH")]
     UnsupportedUrl(String),
+    /// The failure of a transaction that several writes shared.
+    #[error(transparent)]
+    Shared(std::sync::Arc<StoreError>),
+    #[error("the store's writer has stopped")]
+    Stopped,
 }
 
 impl StoreError {
@@ -191,6 +198,8 @@ impl StoreError {
             StoreError::Migrate(_) => Some("migrate"),
             StoreError::Corrupt(_) => Some("corrupt"),
             StoreError::UnsupportedUrl(_) => Some("config"),
+            StoreError::Shared(error) => error.kind(),
+            StoreError::Stopped => Some("unavailable"),
         }
     }
 }

@@ -6,20 +6,24 @@
 //! increasing order, which is what lets a feed reader resume from a revision without ever
 //! missing a late commit. Reads of a page and its summary share one snapshot.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use argo_results_proto::{Claim, ClaimList, FeedItem, NodeResult, ResultState, Summary};
 use sqlx::AnyPool;
 use sqlx::any::AnyRow;
-use sqlx::{Any, Row as _, Transaction};
+use sqlx::{Any, AssertSqlSafe, Row as _, SqlSafeStr as _, Transaction};
 use tokio::sync::watch;
 
+use super::group_commit::{Batching, Queue, Write};
 use super::row::{Row, result_columns};
 use super::rules::{self, Decision};
 use super::{
-    BoxFuture, Expectation, FeedChunk, ListQuery, NewClaim, Outcome, Pruned, Refusal, Report,
-    ResultKey, ResultPage, Store, StoreError, StoreResult, Written, postgres, sqlite,
+    ACQUIRE_TIMEOUT, BoxFuture, Expectation, FeedChunk, ListQuery, NewClaim, Outcome, Pruned,
+    Refusal, Report, ResultKey, ResultPage, Store, StoreError, StoreResult, Written, postgres,
+    sqlite,
 };
 use crate::clock::{format_millis, format_scheduled, now_millis};
 use crate::feed::Notifier;
@@ -48,8 +52,16 @@ impl Dialect {
     }
 }
 
+/// The store: reads go straight to the database, writes through group commit.
 #[derive(Debug)]
 pub struct SqlStore {
+    db: Db,
+    writes: Queue,
+}
+
+/// The connection pool and what every transaction needs besides it.
+#[derive(Debug, Clone)]
+pub(super) struct Db {
     pool: AnyPool,
     dialect: Dialect,
     notifier: Arc<Notifier>,
@@ -76,17 +88,21 @@ const SET_PRUNED: &str =
 const DELETE_EXPIRED: &str = "DELETE FROM results WHERE (namespace, workflow_uid, node_id) IN \
      (SELECT namespace, workflow_uid, node_id FROM results WHERE updated_at < $1 \
      ORDER BY updated_at LIMIT $2) RETURNING namespace, workflow, workflow_uid, node_id";
-const UPSERT: &str = concat!(
-    "INSERT INTO results (",
-    result_columns!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+const INSERT_RESULTS: &str = concat!("INSERT INTO results (", result_columns!(), ") VALUES ");
+/// Columns in `result_columns!()`.
+const RESULT_COLUMNS: usize = 19;
+const ON_CONFLICT_UPDATE: &str = " \
      ON CONFLICT (namespace, workflow_uid, node_id) DO UPDATE SET \
      workflow = excluded.workflow, pod_name = excluded.pod_name, pod_uid = excluded.pod_uid, \
      instance_id = excluded.instance_id, state = excluded.state, phase = excluded.phase, \
      message = excluded.message, progress = excluded.progress, outputs = excluded.outputs, \
      sequence = excluded.sequence, revision = excluded.revision, \
      updated_at = excluded.updated_at, completed_at = excluded.completed_at, \
-     abandon_reason = excluded.abandon_reason"
+     abandon_reason = excluded.abandon_reason";
+const SELECT_BY_IDENTITIES: &str = concat!(
+    "SELECT ",
+    result_columns!(),
+    " FROM results WHERE (namespace, workflow_uid, node_id) IN (VALUES "
 );
 const SELECT_BY_KEY: &str = concat!(
     "SELECT ",
@@ -104,8 +120,9 @@ const SELECT_PAGE: &str = concat!(
 );
 const SUMMARY: &str = "SELECT state, COUNT(*) AS n FROM results \
      WHERE namespace = $1 AND workflow_uid = $2 AND workflow = $3 GROUP BY state";
-const INSERT_CHANGE: &str =
-    "INSERT INTO changes (revision, namespace, item, recorded_at) VALUES ($1, $2, $3, $4)";
+const INSERT_CHANGES: &str = "INSERT INTO changes (revision, namespace, item, recorded_at) VALUES ";
+/// Rows per multi-row INSERT: far below either database's limit on bound parameters.
+const ROWS_PER_INSERT: usize = 1000;
 const SELECT_CHANGES: &str = "SELECT item FROM changes WHERE revision > $1 AND revision <= $2 \
      AND ($3 = '' OR namespace = $3) ORDER BY revision LIMIT $4";
 const DELETE_WORKFLOW: &str = "DELETE FROM results WHERE namespace = $1 AND workflow = $2 \
@@ -148,60 +165,94 @@ fn summarize(counts: &[AnyRow]) -> StoreResult<Summary> {
     Ok(summary)
 }
 
-async fn load(tx: &mut Tx, key: &ResultKey) -> StoreResult<Option<Row>> {
-    let row = sqlx::query(SELECT_BY_KEY)
-        .bind(&key.namespace)
-        .bind(&key.workflow_uid)
-        .bind(&key.node_id)
-        .fetch_optional(&mut **tx)
-        .await?;
-    row.as_ref().map(Row::decode).transpose()
+/// A result's primary key in the database.
+fn identity(key: &ResultKey) -> (&str, &str, &str) {
+    (&key.namespace, &key.workflow_uid, &key.node_id)
 }
 
-async fn upsert(tx: &mut Tx, row: &Row) -> StoreResult<()> {
-    sqlx::query(UPSERT)
-        .bind(&row.namespace)
-        .bind(&row.workflow_uid)
-        .bind(&row.node_id)
-        .bind(&row.workflow)
-        .bind(&row.pod_name)
-        .bind(&row.pod_uid)
-        .bind(&row.instance_id)
-        .bind(row.state.as_str())
-        .bind(&row.phase)
-        .bind(&row.message)
-        .bind(&row.progress)
-        .bind(&row.outputs)
-        .bind(row.sequence)
-        .bind(row.revision)
-        .bind(row.created_revision)
-        .bind(row.created_at)
-        .bind(row.updated_at)
-        .bind(row.completed_at)
-        .bind(&row.abandon_reason)
-        .execute(&mut **tx)
-        .await?;
+/// `($1, $2), ($3, $4)` for two rows of two columns.
+fn placeholders(rows: usize, columns: usize) -> String {
+    let row = |r: usize| {
+        let columns: Vec<String> = (1..=columns)
+            .map(|c| format!("${}", r * columns + c))
+            .collect();
+        format!("({})", columns.join(", "))
+    };
+    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+}
+
+async fn load_many(tx: &mut Tx, identities: &[(&str, &str, &str)]) -> StoreResult<Vec<Row>> {
+    let sql = format!(
+        "{SELECT_BY_IDENTITIES}{})",
+        placeholders(identities.len(), 3)
+    );
+    let mut query = sqlx::query(AssertSqlSafe(sql));
+    for (namespace, workflow_uid, node_id) in identities {
+        query = query.bind(*namespace).bind(*workflow_uid).bind(*node_id);
+    }
+    let rows = query.fetch_all(&mut **tx).await?;
+    rows.iter().map(Row::decode).collect()
+}
+
+async fn upsert_many(tx: &mut Tx, rows: &[&Row]) -> StoreResult<()> {
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let sql = format!(
+            "{INSERT_RESULTS}{}{ON_CONFLICT_UPDATE}",
+            placeholders(chunk.len(), RESULT_COLUMNS)
+        );
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for row in chunk {
+            query = query
+                .bind(&row.namespace)
+                .bind(&row.workflow_uid)
+                .bind(&row.node_id)
+                .bind(&row.workflow)
+                .bind(&row.pod_name)
+                .bind(&row.pod_uid)
+                .bind(&row.instance_id)
+                .bind(row.state.as_str())
+                .bind(&row.phase)
+                .bind(&row.message)
+                .bind(&row.progress)
+                .bind(&row.outputs)
+                .bind(row.sequence)
+                .bind(row.revision)
+                .bind(row.created_revision)
+                .bind(row.created_at)
+                .bind(row.updated_at)
+                .bind(row.completed_at)
+                .bind(&row.abandon_reason);
+        }
+        query.execute(&mut **tx).await?;
+    }
     Ok(())
 }
 
-async fn record(tx: &mut Tx, namespace: &str, item: &FeedItem, now: i64) -> StoreResult<()> {
-    let text =
-        serde_json::to_string(item).map_err(|e| StoreError::Corrupt(format!("feed item: {e}")))?;
-    sqlx::query(INSERT_CHANGE)
-        .bind(item.revision())
-        .bind(namespace)
-        .bind(text)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
+async fn record_many(tx: &mut Tx, items: &[FeedItem], now: i64) -> StoreResult<()> {
+    for chunk in items.chunks(ROWS_PER_INSERT) {
+        let sql = format!("{INSERT_CHANGES}{}", placeholders(chunk.len(), 4));
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for item in chunk {
+            let text = serde_json::to_string(item)
+                .map_err(|e| StoreError::Corrupt(format!("feed item: {e}")))?;
+            query = query
+                .bind(item.revision())
+                .bind(item.namespace().to_owned())
+                .bind(text)
+                .bind(now);
+        }
+        query.execute(&mut **tx).await?;
+    }
     Ok(())
 }
 
 impl SqlStore {
-    /// Connects to `postgres://...` or `sqlite://PATH` and applies the migrations.
+    /// Connects to `postgres://...` or `sqlite://PATH`, applies the migrations and starts
+    /// the group-commit writer.
     pub async fn connect(
         url: &str,
         max_connections: u32,
+        batching: Batching,
         metrics: Arc<Metrics>,
     ) -> StoreResult<Self> {
         sqlx::any::install_default_drivers();
@@ -224,14 +275,20 @@ impl SqlStore {
         if dialect == Dialect::Postgres {
             postgres::follow_commits(url.to_owned(), pool.clone(), Arc::clone(&notifier)).await?;
         }
-        Ok(SqlStore {
+        let db = Db {
             pool,
             dialect,
             notifier,
             metrics,
+        };
+        Ok(SqlStore {
+            writes: Queue::start(db.clone(), batching),
+            db,
         })
     }
+}
 
+impl Db {
     async fn begin_write(&self) -> StoreResult<(Tx, i64)> {
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
@@ -266,53 +323,92 @@ impl SqlStore {
         })
     }
 
-    /// Runs one row's decision in a writing transaction and stores its outcome.
-    async fn write_one(
+    /// Runs the decisions of a batch of writes in one transaction, in order, each seeing
+    /// the rows as the writes before it left them, and commits what they wrote. Answers
+    /// each write's outcome, or fails the whole batch when the transaction fails.
+    pub(super) async fn write_batch(
         &self,
-        key: &ResultKey,
-        decide: impl FnOnce(Option<&Row>, i64) -> Decision,
-    ) -> StoreResult<Written> {
-        let (mut tx, head) = self.begin_write().await?;
-        let current = load(&mut tx, key).await?;
+        writes: &[&Write],
+    ) -> StoreResult<Vec<StoreResult<Written>>> {
+        // A write waits for a connection at most ACQUIRE_TIMEOUT since it arrived, however
+        // long the batches before it waited, so an outage is answered within 5 s.
+        let arrived = writes.iter().map(|w| w.arrived).min();
+        let deadline = arrived.unwrap_or_else(Instant::now) + ACQUIRE_TIMEOUT;
+        let connection = tokio::time::timeout_at(deadline.into(), self.pool.acquire())
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)??;
+        let begin = self.dialect.begin_write().into_sql_str();
+        let mut tx = Transaction::begin(connection, Some(begin)).await?;
+        let mut head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
+
+        let mut rows: HashMap<(&str, &str, &str), Option<Row>> =
+            writes.iter().map(|w| (identity(&w.key), None)).collect();
+        let keys: Vec<_> = rows.keys().copied().collect();
+        for row in load_many(&mut tx, &keys).await? {
+            let id = keys.iter().copied().find(|&(namespace, uid, node)| {
+                namespace == row.namespace && uid == row.workflow_uid && node == row.node_id
+            });
+            if let Some(id) = id {
+                rows.insert(id, Some(row));
+            }
+        }
+
         let now = now_millis();
-        let mut row = match decide(current.as_ref(), now) {
-            Decision::Write(row) => row,
-            Decision::Unchanged(row) => {
-                tx.rollback().await?;
-                return Ok(Written {
+        let mut outcomes = Vec::with_capacity(writes.len());
+        let mut changes = Vec::new();
+        let mut written = Vec::new();
+        for write in writes {
+            let id = identity(&write.key);
+            let current = rows.get_mut(&id).ok_or_else(|| {
+                StoreError::Corrupt(format!("batch lost the row of {:?}", write.key))
+            })?;
+            let outcome = match (write.decide)(current.as_ref(), now) {
+                Decision::Write(mut row) => {
+                    head += 1;
+                    row.revision = head;
+                    let outcome = if current.is_some() {
+                        Outcome::Updated
+                    } else {
+                        row.created_revision = head;
+                        Outcome::Created
+                    };
+                    let result = row.to_api()?;
+                    changes.push(FeedItem::Upserted {
+                        revision: head,
+                        result: Box::new(result.clone()),
+                    });
+                    *current = Some(row);
+                    if !written.contains(&id) {
+                        written.push(id);
+                    }
+                    Ok(Written { result, outcome })
+                }
+                Decision::Unchanged(row) => Ok(Written {
                     result: row.to_api()?,
                     outcome: Outcome::Unchanged,
-                });
-            }
-            Decision::Frozen(row) => {
-                tx.rollback().await?;
-                let current = Box::new(row.to_api()?);
-                return Err(Refusal::Frozen { current }.into());
-            }
-            Decision::Refuse(refusal) => {
-                tx.rollback().await?;
-                return Err(refusal.into());
-            }
-        };
-        let revision = head + 1;
-        row.revision = revision;
-        if current.is_none() {
-            row.created_revision = revision;
+                }),
+                Decision::Frozen(row) => Err(Refusal::Frozen {
+                    current: Box::new(row.to_api()?),
+                }
+                .into()),
+                Decision::Refuse(refusal) => Err(refusal.into()),
+            };
+            outcomes.push(outcome);
         }
-        upsert(&mut tx, &row).await?;
-        let result = row.to_api()?;
-        let item = FeedItem::Upserted {
-            revision,
-            result: Box::new(result.clone()),
-        };
-        record(&mut tx, &row.namespace, &item, now).await?;
-        self.commit(tx, revision).await?;
-        let outcome = if current.is_some() {
-            Outcome::Updated
-        } else {
-            Outcome::Created
-        };
-        Ok(Written { result, outcome })
+        self.metrics.batch_decided(writes.len());
+        if changes.is_empty() {
+            tx.rollback().await?;
+            return Ok(outcomes);
+        }
+        // Only a row's last state is stored; each of its writes is in the feed.
+        let last: Vec<&Row> = written
+            .iter()
+            .filter_map(|id| rows.get(id).and_then(Option::as_ref))
+            .collect();
+        upsert_many(&mut tx, &last).await?;
+        record_many(&mut tx, &changes, now).await?;
+        self.commit(tx, head).await?;
+        Ok(outcomes)
     }
 
     async fn newest_uid(
@@ -420,21 +516,20 @@ impl SqlStore {
             return Ok(0);
         }
         node_ids.sort();
-        let now = now_millis();
-        let mut revision = head;
-        for node_id in &node_ids {
-            revision += 1;
-            let tombstone = FeedItem::Deleted {
+        let tombstones: Vec<FeedItem> = (head + 1..)
+            .zip(node_ids)
+            .map(|(revision, node_id)| FeedItem::Deleted {
                 revision,
                 namespace: namespace.clone(),
                 workflow: workflow.clone(),
                 workflow_uid: uid.clone(),
-                node_id: node_id.clone(),
-            };
-            record(&mut tx, &namespace, &tombstone, now).await?;
-        }
-        self.commit(tx, revision).await?;
-        Ok(node_ids.len() as u64)
+                node_id,
+            })
+            .collect();
+        record_many(&mut tx, &tombstones, now_millis()).await?;
+        let deleted = tombstones.len() as u64;
+        self.commit(tx, head + deleted as i64).await?;
+        Ok(deleted)
     }
 
     async fn read_feed(
@@ -519,22 +614,21 @@ impl SqlStore {
                 tx.rollback().await?;
                 return Ok(expired);
             }
-            let now = now_millis();
-            let mut revision = head;
-            for row in &rows {
-                revision += 1;
-                let namespace: String = row.try_get("namespace")?;
-                let tombstone = FeedItem::Deleted {
-                    revision,
-                    namespace: namespace.clone(),
-                    workflow: row.try_get("workflow")?,
-                    workflow_uid: row.try_get("workflow_uid")?,
-                    node_id: row.try_get("node_id")?,
-                };
-                record(&mut tx, &namespace, &tombstone, now).await?;
-            }
-            self.commit(tx, revision).await?;
-            expired += rows.len() as u64;
+            let tombstones = (head + 1..)
+                .zip(&rows)
+                .map(|(revision, row)| {
+                    Ok(FeedItem::Deleted {
+                        revision,
+                        namespace: row.try_get("namespace")?,
+                        workflow: row.try_get("workflow")?,
+                        workflow_uid: row.try_get("workflow_uid")?,
+                        node_id: row.try_get("node_id")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()?;
+            record_many(&mut tx, &tombstones, now_millis()).await?;
+            self.commit(tx, head + tombstones.len() as i64).await?;
+            expired += tombstones.len() as u64;
         }
     }
 
@@ -589,11 +683,11 @@ impl SqlStore {
 
 impl Store for SqlStore {
     fn report(&self, key: ResultKey, report: Report) -> BoxFuture<'_, StoreResult<Written>> {
-        self.measured(async move {
-            self.write_one(&key, |current, now| {
-                rules::report(current, &key, &report, now)
-            })
-            .await
+        self.db.measured(async move {
+            let rule_key = key.clone();
+            let decide =
+                move |current: Option<&Row>, now| rules::report(current, &rule_key, &report, now);
+            self.writes.submit(key, Box::new(decide)).await
         })
     }
 
@@ -602,20 +696,21 @@ impl Store for SqlStore {
         key: ResultKey,
         expectation: Expectation,
     ) -> BoxFuture<'_, StoreResult<Written>> {
-        self.measured(async move {
-            self.write_one(&key, |current, now| {
-                rules::expect(current, &key, &expectation, now)
-            })
-            .await
+        self.db.measured(async move {
+            let rule_key = key.clone();
+            let decide = move |current: Option<&Row>, now| {
+                rules::expect(current, &rule_key, &expectation, now)
+            };
+            self.writes.submit(key, Box::new(decide)).await
         })
     }
 
     fn abandon(&self, key: ResultKey, reason: String) -> BoxFuture<'_, StoreResult<Written>> {
-        self.measured(async move {
-            self.write_one(&key, |current, now| {
-                rules::abandon(current, &key, &reason, now)
-            })
-            .await
+        self.db.measured(async move {
+            let rule_key = key.clone();
+            let decide =
+                move |current: Option<&Row>, now| rules::abandon(current, &rule_key, &reason, now);
+            self.writes.submit(key, Box::new(decide)).await
         })
     }
 
@@ -625,7 +720,8 @@ impl Store for SqlStore {
         workflow: String,
         workflow_uid: String,
     ) -> BoxFuture<'_, StoreResult<u64>> {
-        self.measured(self.delete(namespace, workflow, workflow_uid))
+        self.db
+            .measured(self.db.delete(namespace, workflow, workflow_uid))
     }
 
     fn get(
@@ -635,11 +731,12 @@ impl Store for SqlStore {
         node_id: String,
         workflow_uid: Option<String>,
     ) -> BoxFuture<'_, StoreResult<Option<NodeResult>>> {
-        self.measured(self.get_one(namespace, workflow, node_id, workflow_uid))
+        self.db
+            .measured(self.db.get_one(namespace, workflow, node_id, workflow_uid))
     }
 
     fn list(&self, query: ListQuery) -> BoxFuture<'_, StoreResult<ResultPage>> {
-        self.measured(self.list_page(query))
+        self.db.measured(self.db.list_page(query))
     }
 
     fn feed(
@@ -648,11 +745,11 @@ impl Store for SqlStore {
         namespace: Option<String>,
         limit: u32,
     ) -> BoxFuture<'_, StoreResult<FeedChunk>> {
-        self.measured(self.read_feed(since, namespace, limit))
+        self.db.measured(self.db.read_feed(since, namespace, limit))
     }
 
     fn claim(&self, claim: NewClaim) -> BoxFuture<'_, StoreResult<Claim>> {
-        self.measured(self.insert_claim(claim))
+        self.db.measured(self.db.insert_claim(claim))
     }
 
     fn claims(
@@ -661,7 +758,10 @@ impl Store for SqlStore {
         cron_workflow: String,
         cron_workflow_uid: Option<String>,
     ) -> BoxFuture<'_, StoreResult<ClaimList>> {
-        self.measured(self.list_claims(namespace, cron_workflow, cron_workflow_uid))
+        self.db.measured(
+            self.db
+                .list_claims(namespace, cron_workflow, cron_workflow_uid),
+        )
     }
 
     fn prune(
@@ -669,29 +769,29 @@ impl Store for SqlStore {
         changes_before: i64,
         results_before: i64,
     ) -> BoxFuture<'_, StoreResult<Pruned>> {
-        self.measured(async move {
+        self.db.measured(async move {
             Ok(Pruned {
-                results: self.expire_results(results_before).await?,
-                changes: self.prune_changes(changes_before).await?,
+                results: self.db.expire_results(results_before).await?,
+                changes: self.db.prune_changes(changes_before).await?,
             })
         })
     }
 
     fn pending(&self) -> BoxFuture<'_, StoreResult<(u64, u64)>> {
-        self.measured(async move {
-            let counts = sqlx::query(PENDING).fetch_all(&self.pool).await?;
+        self.db.measured(async move {
+            let counts = sqlx::query(PENDING).fetch_all(&self.db.pool).await?;
             let summary = summarize(&counts)?;
             Ok((summary.expected, summary.reporting))
         })
     }
 
     fn revisions(&self) -> watch::Receiver<i64> {
-        self.notifier.subscribe()
+        self.db.notifier.subscribe()
     }
 
     fn ping(&self) -> BoxFuture<'_, StoreResult<()>> {
-        self.measured(async move {
-            sqlx::query(READ_HEAD).fetch_one(&self.pool).await?;
+        self.db.measured(async move {
+            sqlx::query(READ_HEAD).fetch_one(&self.db.pool).await?;
             Ok(())
         })
     }

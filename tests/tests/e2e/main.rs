@@ -31,6 +31,7 @@ mod controller;
 mod cron;
 mod embedded;
 mod feed;
+mod group_commit;
 mod lifecycle;
 mod openapi;
 mod outage;

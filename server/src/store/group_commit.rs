@@ -1,0 +1,129 @@
+//! Group commit: writes that arrive together share one transaction.
+//!
+//! Every write takes the revision counter's lock, so writes are serialized anyway; what a
+//! transaction costs is mostly its commit (an fsync). One writer task gathers the writes
+//! queued while the previous transaction committed, up to `--batch-max` of them or for
+//! `--batch-wait`, and commits them together. Each caller is answered only after the
+//! commit, with the outcome its write alone would have had in that order.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::row::Row;
+use super::rules::Decision;
+use super::sql::Db;
+use super::{ResultKey, StoreError, StoreResult, Written};
+
+/// How writes are gathered (`--batch-max`, `--batch-wait`).
+#[derive(Debug, Clone, Copy)]
+pub struct Batching {
+    /// Writes per transaction at most; 1 commits each write alone.
+    pub max: usize,
+    /// How long the first write of a batch waits for others.
+    pub wait: Duration,
+}
+
+/// What a write does to its row, decided inside the transaction.
+pub(super) type Decide = Box<dyn Fn(Option<&Row>, i64) -> Decision + Send + Sync>;
+
+/// One write waiting for its transaction.
+pub(super) struct Write {
+    pub key: ResultKey,
+    pub decide: Decide,
+    pub arrived: Instant,
+}
+
+struct Pending {
+    write: Write,
+    answer: oneshot::Sender<StoreResult<Written>>,
+}
+
+/// The writer's inbox.
+#[derive(Debug)]
+pub(super) struct Queue {
+    sender: mpsc::Sender<Pending>,
+}
+
+impl Queue {
+    /// Starts the writer, which runs until the queue is dropped.
+    pub(super) fn start(db: Db, batching: Batching) -> Queue {
+        // Requests in flight are bounded by --max-in-flight, so this rarely fills.
+        let (sender, receiver) = mpsc::channel(batching.max.max(1) * 4);
+        tokio::spawn(writer(db, receiver, batching));
+        Queue { sender }
+    }
+
+    /// Queues a write and waits for its committed outcome.
+    pub(super) async fn submit(&self, key: ResultKey, decide: Decide) -> StoreResult<Written> {
+        let (answer, answered) = oneshot::channel();
+        let write = Write {
+            key,
+            decide,
+            arrived: Instant::now(),
+        };
+        self.sender
+            .send(Pending { write, answer })
+            .await
+            .map_err(|_| StoreError::Stopped)?;
+        answered.await.map_err(|_| StoreError::Stopped)?
+    }
+}
+
+async fn writer(db: Db, mut queue: mpsc::Receiver<Pending>, batching: Batching) {
+    while let Some(first) = queue.recv().await {
+        let batch = gather(first, &mut queue, batching).await;
+        let writes: Vec<&Write> = batch.iter().map(|p| &p.write).collect();
+        match db.write_batch(&writes).await {
+            Ok(outcomes) => {
+                for (pending, outcome) in batch.into_iter().zip(outcomes) {
+                    let _ = pending.answer.send(outcome);
+                }
+            }
+            // One write that breaks the transaction must not fail the others: each is
+            // retried alone and gets its own answer. An outage fails them all at once.
+            Err(error) if batch.len() > 1 && error.kind() != Some("unavailable") => {
+                tracing::warn!(%error, writes = batch.len(), "batch failed; writing each alone");
+                for pending in batch {
+                    let alone = db.write_batch(&[&pending.write]).await;
+                    let outcome = alone.and_then(|outcomes| {
+                        outcomes
+                            .into_iter()
+                            .next()
+                            .unwrap_or(Err(StoreError::Corrupt(
+                                "a batch of one answered nothing".into(),
+                            )))
+                    });
+                    let _ = pending.answer.send(outcome);
+                }
+            }
+            Err(error) => {
+                let error = Arc::new(error);
+                for pending in batch {
+                    let _ = pending
+                        .answer
+                        .send(Err(StoreError::Shared(Arc::clone(&error))));
+                }
+            }
+        }
+    }
+}
+
+/// The first write and those that arrive within `batching.wait`, up to `batching.max`.
+async fn gather(
+    first: Pending,
+    queue: &mut mpsc::Receiver<Pending>,
+    batching: Batching,
+) -> Vec<Pending> {
+    let deadline = tokio::time::Instant::now() + batching.wait;
+    let mut batch = vec![first];
+    while batch.len() < batching.max {
+        // Takes what is already queued even once the deadline has passed.
+        match tokio::time::timeout_at(deadline, queue.recv()).await {
+            Ok(Some(pending)) => batch.push(pending),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    batch
+}
