@@ -1,9 +1,21 @@
-//! A small bounded cache whose entries expire, for answers of the Kubernetes API.
+//! A small bounded cache whose entries expire: verified tokens and answers of the
+//! Kubernetes API.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// A token's SHA-256: caches key on it so that no token is kept in memory.
+pub type TokenDigest = [u8; 32];
+
+pub fn token_digest(token: &str) -> TokenDigest {
+    let mut out = [0; 32];
+    out.copy_from_slice(
+        aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, token.as_bytes()).as_ref(),
+    );
+    out
+}
 
 #[derive(Debug)]
 pub struct TtlCache<K, V> {

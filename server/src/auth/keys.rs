@@ -5,11 +5,14 @@
 //! header claiming `none` or HS256 can never select a weaker check. Symmetric (`oct`) keys
 //! are refused when the set is loaded.
 
+use std::time::Duration;
+
 use argo_results_proto::token::TokenClaims;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 
+use super::cache::{TokenDigest, TtlCache, token_digest};
 use super::{AuthError, Reason};
 
 /// Clock skew tolerated on `exp`, `nbf` and `iat`.
@@ -43,7 +46,14 @@ struct TrustedKey {
 #[derive(Debug)]
 pub struct KeySet {
     keys: Vec<TrustedKey>,
+    /// Claims of tokens these keys verified, until the token expires: a pod's later
+    /// requests cost a hash instead of a signature check. A new key set (a rotation)
+    /// starts empty.
+    verified: TtlCache<TokenDigest, TokenClaims>,
 }
+
+/// Tokens remembered at once; past it the cache starts over.
+const VERIFIED_TOKENS: usize = 10_000;
 
 fn algorithm_of(jwk: &Jwk) -> Result<Algorithm, String> {
     match &jwk.algorithm {
@@ -93,12 +103,32 @@ impl KeySet {
         if keys.is_empty() {
             return Err(KeyError::Empty);
         }
-        Ok(KeySet { keys })
+        Ok(KeySet {
+            keys,
+            verified: TtlCache::new(VERIFIED_TOKENS),
+        })
     }
 
     /// Verifies signature, algorithm, `exp`, `nbf`, `iss`, `aud` and the presence of `sub`
-    /// and `iat`.
+    /// and `iat`, or finds the token verified before and not yet expired.
     pub fn verify(&self, token: &str) -> Result<TokenClaims, AuthError> {
+        let digest = token_digest(token);
+        if let Some(claims) = self.verified.get(&digest) {
+            return Ok(claims);
+        }
+        let claims = self.check(token)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let ttl = Duration::from_secs(claims.exp.saturating_sub(now));
+        if !ttl.is_zero() {
+            self.verified.insert(digest, claims.clone(), ttl);
+        }
+        Ok(claims)
+    }
+
+    fn check(&self, token: &str) -> Result<TokenClaims, AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| {
             AuthError::unauthenticated(Reason::Malformed, "malformed token: not a signed JWT")
         })?;
@@ -206,8 +236,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_p384_key_verifies_es384_and_nothing_else() {
+    /// A P-384 key set and a function signing claims with its key.
+    fn p384() -> (KeySet, impl Fn(&TokenClaims) -> String) {
         let rng = aws_lc_rs::rand::SystemRandom::new();
         let pkcs8 =
             EcdsaKeyPair::generate_pkcs8(&ECDSA_P384_SHA384_FIXED_SIGNING, &rng).expect("key");
@@ -216,16 +246,44 @@ mod tests {
         let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES384).expect("jwk");
         jwk.common.key_id = Some("p384".into());
         let keys = KeySet::from_jwk_set(&JwkSet { keys: vec![jwk] }, &policy()).expect("key set");
-        let claims = TokenClaims::user(
-            "issuer",
-            "argo-results",
-            "someone",
-            std::time::Duration::from_secs(60),
-        );
-        let mut header = Header::new(Algorithm::ES384);
-        header.kid = Some("p384".into());
-        let token = jsonwebtoken::encode(&header, &claims, &key).expect("sign");
+        let sign = move |claims: &TokenClaims| {
+            let mut header = Header::new(Algorithm::ES384);
+            header.kid = Some("p384".into());
+            jsonwebtoken::encode(&header, claims, &key).expect("sign")
+        };
+        (keys, sign)
+    }
+
+    fn claims(lifetime: Duration) -> TokenClaims {
+        TokenClaims::user("issuer", "argo-results", "someone", lifetime)
+    }
+
+    #[test]
+    fn a_p384_key_verifies_es384_and_nothing_else() {
+        let (keys, sign) = p384();
+        let token = sign(&claims(Duration::from_secs(60)));
         assert_eq!(keys.verify(&token).expect("ES384 verifies").sub, "someone");
+    }
+
+    #[test]
+    fn verified_tokens_are_remembered_until_they_expire() {
+        let (keys, sign) = p384();
+        let token = sign(&claims(Duration::from_secs(60)));
+        let first = keys.verify(&token).expect("verified");
+        assert_eq!(
+            keys.verified.get(&token_digest(&token)),
+            Some(first.clone())
+        );
+        assert_eq!(keys.verify(&token).expect("remembered"), first);
+        // A token differing in its signature is checked, not taken from the cache.
+        let forged = format!("{}AAAA", &token[..token.len() - 4]);
+        assert!(keys.verify(&forged).is_err());
+        // An expired token (within the leeway, so it still verifies) is never remembered.
+        let mut expired = claims(Duration::from_secs(60));
+        expired.exp -= 70;
+        let expired = sign(&expired);
+        assert!(keys.verify(&expired).is_ok());
+        assert_eq!(keys.verified.get(&token_digest(&expired)), None);
     }
 
     #[test]

@@ -7,12 +7,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use argo_results_proto::PodRef;
 use argo_results_proto::token::TokenClaims;
-use aws_lc_rs::digest::{SHA256, digest};
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use kube::api::{Api, PostParams};
 use tokio::sync::Semaphore;
 
-use super::cache::TtlCache;
+use super::cache::{TokenDigest, TtlCache, token_digest};
 use super::{AuthError, Caller, EXTRA_POD_NAME, EXTRA_POD_UID, KubeApi, Reason};
 
 const ACCEPTED_FOR_AT_MOST: Duration = Duration::from_secs(60);
@@ -20,20 +19,12 @@ const REFUSED_FOR: Duration = Duration::from_secs(5);
 const REVIEWS_IN_FLIGHT: usize = 8;
 const CACHED_TOKENS: usize = 10_000;
 
-type Digest = [u8; 32];
-
 #[derive(Debug)]
 pub struct TokenReviewer {
     client: KubeApi,
     audience: String,
-    cache: TtlCache<Digest, Result<Caller, AuthError>>,
+    cache: TtlCache<TokenDigest, Result<Caller, AuthError>>,
     in_flight: Semaphore,
-}
-
-fn token_digest(token: &str) -> Digest {
-    let mut out = [0; 32];
-    out.copy_from_slice(digest(&SHA256, token.as_bytes()).as_ref());
-    out
 }
 
 /// How long an accepted token's answer may be reused: until it expires, at most 60 s.
