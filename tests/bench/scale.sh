@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Scale: does a full database slow argo-results down?
+#
+#   bash tests/bench/scale.sh            # 1,000,000 stored results
+#   bash tests/bench/scale.sh --10m      # 10,000,000 (about 30 GB of Postgres data)
+#
+# 1. Ingest rate on an empty database (loadgen, closed loop, final reports).
+# 2. Pre-fill: N completed results in workflows of 1,000 nodes, each with the same ~1 KB
+#    outputs and its change in the feed, written by SQL in the shapes the server writes
+#    (a million requests through the API would take longer than the measurement).
+# 3. Ingest rate again, with N stored: the target is at least 80 % of the empty rate.
+# 4. Listing one 1,000-node workflow (one page), 200 times: p50 and p99.
+# 5. Feed catch-up: the N pre-filled changes read from the start in pages of 1,000, as a
+#    restarted controller would: changes per second.
+#
+# Needs what tests/bench/run.sh needs (Postgres on 127.0.0.1:5432, psql). Prints a table,
+# then one JSON line. Knobs: CONCURRENCY (64), DURATION (15 s), PGPORT, PGUSER.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+results=1000000
+[[ ${1:-} == --10m ]] && results=10000000
+concurrency=${CONCURRENCY:-64}
+duration=${DURATION:-15}
+pghost=127.0.0.1
+pgport=${PGPORT:-5432}
+pguser=${PGUSER:-postgres}
+db=argo_results_scale
+port=18481
+reader=system:serviceaccount:argo:argo-server
+
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+say() { printf '==> %s\n' "$*" >&2; }
+sql() { psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -v ON_ERROR_STOP=1 "$@"; }
+
+start_server() {
+  target/release/argo-results-server --database-url "postgres://$pguser@$pghost:$pgport/$db" \
+    --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --reader "$reader" \
+    >"$work/server.out" 2>>"$work/server.log" &
+  server_pid=$!
+  for _ in $(seq 1 100); do grep -q listening "$work/server.out" 2>/dev/null && return; sleep 0.1; done
+  cat "$work/server.log" >&2
+  exit 1
+}
+stop_server() { kill "$server_pid"; wait "$server_pid" || true; server_pid=; }
+ingest() {
+  target/release/loadgen run --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" \
+    --concurrency "$concurrency" --duration "$duration" --warmup 3 --run-id "$1"
+}
+reading() { echo --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" --subject "$reader"; }
+
+say "release build"
+cargo build --release --quiet -p argo-results-server -p argo-results-tests --bin loadgen
+target/release/loadgen keygen "$work/keys"
+sql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+
+say "ingest on an empty database (${duration}s)"
+start_server
+empty=$(ingest empty)
+stop_server
+
+head=$(sql -d "$db" -tA -c "SELECT revision FROM store_state")
+say "pre-filling $results results and their changes after revision $head"
+payload=$(target/release/loadgen outputs | sed "s/'/''/g")
+started=$(date +%s)
+# One statement per million rows keeps each transaction's memory bounded.
+for ((from = 1; from <= results; from += 1000000)); do
+  to=$((from + 999999 < results ? from + 999999 : results))
+  sql -d "$db" <<SQL
+BEGIN;
+CREATE TEMP TABLE prefill ON COMMIT DROP AS
+SELECT $head + i AS revision,
+       format('prefill-%s', lpad(((i - 1) / 1000)::text, 5, '0')) AS workflow,
+       format('prefill-%s-uid', lpad(((i - 1) / 1000)::text, 5, '0')) AS workflow_uid,
+       format('prefill-%s-%s', lpad(((i - 1) / 1000)::text, 5, '0'), 1000000000 + i) AS node_id,
+       format('prefill-%s-main-%s', lpad(((i - 1) / 1000)::text, 5, '0'), 1000000000 + i) AS pod_name,
+       format('prefill-pod-%s', i) AS pod_uid,
+       (extract(epoch FROM now()) * 1000)::bigint AS at
+FROM generate_series($from, $to) AS i;
+INSERT INTO results (namespace, workflow_uid, node_id, workflow, pod_name, pod_uid, state,
+  outputs, sequence, revision, created_revision, created_at, updated_at, completed_at)
+SELECT 'argo', workflow_uid, node_id, workflow, pod_name, pod_uid, 'completed',
+  '$payload', 1, revision, revision, at, at, at FROM prefill;
+INSERT INTO changes (revision, namespace, item, recorded_at)
+SELECT revision, 'argo', json_build_object('type', 'upserted', 'revision', revision,
+  'result', json_build_object('namespace', 'argo', 'workflow', workflow,
+    'workflowUid', workflow_uid, 'nodeId', node_id, 'podName', pod_name, 'podUid', pod_uid,
+    'instanceId', NULL, 'state', 'completed', 'phase', NULL, 'message', NULL,
+    'progress', NULL, 'outputs', '$payload'::json, 'sequence', 1, 'revision', revision,
+    'createdAt', to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'updatedAt', to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'completedAt', to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'abandonReason', NULL))::text, at FROM prefill;
+UPDATE store_state SET revision = $head + $to;
+COMMIT;
+SQL
+  say "  $to rows"
+done
+sql -d "$db" -c "VACUUM ANALYZE results" -c "VACUUM ANALYZE changes" >/dev/null
+prefill_s=$(($(date +%s) - started))
+size=$(sql -d "$db" -tA -c "SELECT pg_size_pretty(pg_database_size('$db'))")
+
+say "ingest with $results stored (${duration}s)"
+start_server
+full=$(ingest full)
+say "listing one 1,000-node workflow, 200 times"
+# shellcheck disable=SC2046
+list=$(target/release/loadgen list $(reading) --workflow prefill-00042 --requests 200)
+say "feed catch-up over the $results pre-filled changes"
+# shellcheck disable=SC2046
+catch_up=$(target/release/loadgen catch-up $(reading) --since "$head")
+stop_server
+
+python3 - "$results" "$empty" "$full" "$list" "$catch_up" "$size" "$prefill_s" <<'PY'
+import json, sys
+results = int(sys.argv[1])
+empty, full, listing, catch_up = (json.loads(a) for a in sys.argv[2:6])
+size, prefill_s = sys.argv[6], sys.argv[7]
+ratio = full["rps"] / empty["rps"]
+print()
+print(f"{'stored results':44} {results:>14,}   database {size}, pre-filled in {prefill_s} s")
+print(f"{'ingest, empty database':44} {empty['rps']:>10,.0f} /s   p99 {empty['p99_ms']:.2f} ms, errors {empty['errors']}")
+print(f"{'ingest, with the results stored':44} {full['rps']:>10,.0f} /s   p99 {full['p99_ms']:.2f} ms, errors {full['errors']}")
+print(f"{'  ratio (target >= 0.80)':44} {ratio:>14.2f}")
+print(f"{'list a 1,000-node workflow, p50':44} {listing['p50_ms']:>11.2f} ms   p99 {listing['p99_ms']:.2f} ms, {listing['items']} items")
+print(f"{'feed catch-up':44} {catch_up['changes_per_s']:>10,.0f} /s   {catch_up['changes']:,} changes in {catch_up['seconds']:.1f} s")
+print()
+print(json.dumps({
+    "stored_results": results,
+    "ingest_empty_rps": round(empty["rps"], 1),
+    "ingest_full_rps": round(full["rps"], 1),
+    "ingest_ratio": round(ratio, 2),
+    "list_1000_p50_ms": listing["p50_ms"],
+    "list_1000_p99_ms": listing["p99_ms"],
+    "catch_up_changes_per_s": round(catch_up["changes_per_s"], 1),
+    "errors": empty["errors"] + full["errors"],
+}))
+PY
