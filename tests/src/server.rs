@@ -131,7 +131,7 @@ impl TestServer {
                 let admin = AnyPool::connect(&postgres_url())
                     .await
                     .expect("Postgres is not reachable");
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+                sqlx::query(&format!("CREATE SCHEMA {schema}"))
                     .execute(&admin)
                     .await
                     .expect("create schema");
@@ -296,10 +296,7 @@ impl TestServer {
     /// One integer from the store, e.g. `SELECT COUNT(*) FROM results`.
     pub async fn count(&self, sql: &str) -> i64 {
         let db = self.db().await;
-        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-            .fetch_one(&db)
-            .await
-            .expect("count");
+        let n: i64 = sqlx::query_scalar(sql).fetch_one(&db).await.expect("count");
         db.close().await;
         n
     }
@@ -382,7 +379,7 @@ impl Drop for TestServer {
                 runtime.block_on(async {
                     if let Ok(admin) = AnyPool::connect(&postgres_url()).await {
                         let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
-                        let _ = sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&admin).await;
+                        let _ = sqlx::query(&drop).execute(&admin).await;
                         admin.close().await;
                     }
                 });

@@ -14,7 +14,7 @@ use std::time::Instant;
 use argo_results_proto::{Claim, ClaimList, FeedItem, NodeResult, ResultState, Summary};
 use sqlx::AnyPool;
 use sqlx::any::AnyRow;
-use sqlx::{Any, AssertSqlSafe, Row as _, SqlSafeStr as _, Transaction};
+use sqlx::{Any, Row as _, Transaction};
 use tokio::sync::watch;
 
 use super::group_commit::{Batching, Queue, Write};
@@ -186,7 +186,7 @@ async fn load_many(tx: &mut Tx, identities: &[(&str, &str, &str)]) -> StoreResul
         "{SELECT_BY_IDENTITIES}{})",
         placeholders(identities.len(), 3)
     );
-    let mut query = sqlx::query(AssertSqlSafe(sql));
+    let mut query = sqlx::query(&sql);
     for (namespace, workflow_uid, node_id) in identities {
         query = query.bind(*namespace).bind(*workflow_uid).bind(*node_id);
     }
@@ -200,7 +200,7 @@ async fn upsert_many(tx: &mut Tx, rows: &[&Row]) -> StoreResult<()> {
             "{INSERT_RESULTS}{}{ON_CONFLICT_UPDATE}",
             placeholders(chunk.len(), RESULT_COLUMNS)
         );
-        let mut query = sqlx::query(AssertSqlSafe(sql));
+        let mut query = sqlx::query(&sql);
         for row in chunk {
             query = query
                 .bind(&row.namespace)
@@ -231,7 +231,7 @@ async fn upsert_many(tx: &mut Tx, rows: &[&Row]) -> StoreResult<()> {
 async fn record_many(tx: &mut Tx, items: &[FeedItem], now: i64) -> StoreResult<()> {
     for chunk in items.chunks(ROWS_PER_INSERT) {
         let sql = format!("{INSERT_CHANGES}{}", placeholders(chunk.len(), 4));
-        let mut query = sqlx::query(AssertSqlSafe(sql));
+        let mut query = sqlx::query(&sql);
         for item in chunk {
             let text = serde_json::to_string(item)
                 .map_err(|e| StoreError::Corrupt(format!("feed item: {e}")))?;
@@ -337,7 +337,7 @@ impl Db {
         let connection = tokio::time::timeout_at(deadline.into(), self.pool.acquire())
             .await
             .map_err(|_| sqlx::Error::PoolTimedOut)??;
-        let begin = self.dialect.begin_write().into_sql_str();
+        let begin = self.dialect.begin_write().into();
         let mut tx = Transaction::begin(connection, Some(begin)).await?;
         let mut head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
 
