@@ -44,7 +44,7 @@ fresh_db() {
 }
 
 say "release build"
-cargo build --release --quiet -p argo-results-server -p argo-results-tests --bin loadgen
+cargo build --release --quiet -p argo-results-server -p argo-results-tests --bin argo-results-server --bin loadgen
 server_bin=target/release/argo-results-server
 loadgen_bin=target/release/loadgen
 "$loadgen_bin" keygen "$work/keys"

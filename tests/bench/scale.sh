@@ -58,7 +58,7 @@ ingest() {
 reading() { echo --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" --subject "$reader"; }
 
 say "release build"
-cargo build --release --quiet -p argo-results-server -p argo-results-tests --bin loadgen
+cargo build --release --quiet -p argo-results-server -p argo-results-tests --bin argo-results-server --bin loadgen
 target/release/loadgen keygen "$work/keys"
 sql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
 

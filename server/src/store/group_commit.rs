@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::row::Row;
 use super::rules::Decision;
-use super::sql::Db;
+use super::sql::{Db, WriterConnection};
 use super::{ResultKey, StoreError, StoreResult, Written};
 
 /// How writes are gathered (`--batch-max`, `--batch-wait`).
@@ -47,12 +47,41 @@ pub(super) struct Queue {
 }
 
 impl Queue {
-    /// Starts the writer, which runs until the queue is dropped.
-    pub(super) fn start(db: Db, batching: Batching) -> Queue {
+    /// Starts the writer on a thread and a runtime of its own, with a connection of its
+    /// own: every write waits for it, so it must not wait in line behind request handlers
+    /// for a turn on the server's threads. It runs until the queue is dropped.
+    pub(super) async fn start(db: Db, url: String, batching: Batching) -> StoreResult<Queue> {
         // Requests in flight are bounded by --max-in-flight, so this rarely fills.
         let (sender, receiver) = mpsc::channel(batching.max.max(1) * 4);
-        tokio::spawn(writer(db, receiver, batching));
-        Queue { sender }
+        let (opened, open) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("group-commit".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(error) => {
+                        let _ = opened.send(Err(StoreError::Runtime(error)));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    match db.with_own_connection(&url).await {
+                        Ok(db) => {
+                            let _ = opened.send(Ok(()));
+                            writer(db, receiver, batching).await;
+                        }
+                        Err(error) => {
+                            let _ = opened.send(Err(error));
+                        }
+                    }
+                });
+            })
+            .map_err(StoreError::Runtime)?;
+        open.await.map_err(|_| StoreError::Stopped)??;
+        Ok(Queue { sender })
     }
 
     /// Queues a write and waits for its committed outcome.
@@ -72,10 +101,11 @@ impl Queue {
 }
 
 async fn writer(db: Db, mut queue: mpsc::Receiver<Pending>, batching: Batching) {
+    let mut connection = WriterConnection::default();
     while let Some(first) = queue.recv().await {
         let batch = gather(first, &mut queue, batching).await;
         let writes: Vec<&Write> = batch.iter().map(|p| &p.write).collect();
-        match db.write_batch(&writes).await {
+        match db.write_batch(&mut connection, &writes).await {
             Ok(outcomes) => {
                 for (pending, outcome) in batch.into_iter().zip(outcomes) {
                     let _ = pending.answer.send(outcome);
@@ -86,7 +116,7 @@ async fn writer(db: Db, mut queue: mpsc::Receiver<Pending>, batching: Batching) 
             Err(error) if batch.len() > 1 && error.kind() != Some("unavailable") => {
                 tracing::warn!(%error, writes = batch.len(), "batch failed; writing each alone");
                 for pending in batch {
-                    let alone = db.write_batch(&[&pending.write]).await;
+                    let alone = db.write_batch(&mut connection, &[&pending.write]).await;
                     let outcome = alone.and_then(|outcomes| {
                         outcomes
                             .into_iter()

@@ -183,6 +183,8 @@ pub enum StoreError {
     Shared(std::sync::Arc<StoreError>),
     #[error("the store's writer has stopped")]
     Stopped,
+    #[error("cannot start the store's writer: {0}")]
+    Runtime(std::io::Error),
 }
 
 impl StoreError {
@@ -200,6 +202,7 @@ impl StoreError {
             StoreError::UnsupportedUrl(_) => Some("config"),
             StoreError::Shared(error) => error.kind(),
             StoreError::Stopped => Some("unavailable"),
+            StoreError::Runtime(_) => Some("config"),
         }
     }
 }

@@ -14,7 +14,8 @@ use std::time::Instant;
 use argo_results_proto::{Claim, ClaimList, FeedItem, NodeResult, ResultState, Summary};
 use sqlx::AnyPool;
 use sqlx::any::AnyRow;
-use sqlx::{Any, Row as _, Transaction};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, Connection as _, Row as _, Transaction};
 use tokio::sync::watch;
 
 use super::group_commit::{Batching, Queue, Write};
@@ -58,6 +59,14 @@ pub struct SqlStore {
     db: Db,
     writes: Queue,
 }
+
+/// The group-commit writer's own connection, kept between batches so that a batch does
+/// not wait for the pool, and when it was last used.
+#[derive(Debug, Default)]
+pub(super) struct WriterConnection(Option<(PoolConnection<Any>, Instant)>);
+
+/// A writer's connection idle longer than this is pinged before use.
+const IDLE_BEFORE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The connection pool and what every transaction needs besides it.
 #[derive(Debug, Clone)]
@@ -181,7 +190,10 @@ fn placeholders(rows: usize, columns: usize) -> String {
     (0..rows).map(row).collect::<Vec<_>>().join(", ")
 }
 
-async fn load_many(tx: &mut Tx, identities: &[(&str, &str, &str)]) -> StoreResult<Vec<Row>> {
+async fn load_many(
+    tx: &mut AnyConnection,
+    identities: &[(&str, &str, &str)],
+) -> StoreResult<Vec<Row>> {
     let sql = format!(
         "{SELECT_BY_IDENTITIES}{})",
         placeholders(identities.len(), 3)
@@ -190,11 +202,11 @@ async fn load_many(tx: &mut Tx, identities: &[(&str, &str, &str)]) -> StoreResul
     for (namespace, workflow_uid, node_id) in identities {
         query = query.bind(*namespace).bind(*workflow_uid).bind(*node_id);
     }
-    let rows = query.fetch_all(&mut **tx).await?;
+    let rows = query.fetch_all(tx).await?;
     rows.iter().map(Row::decode).collect()
 }
 
-async fn upsert_many(tx: &mut Tx, rows: &[&Row]) -> StoreResult<()> {
+async fn upsert_many(tx: &mut AnyConnection, rows: &[&Row]) -> StoreResult<()> {
     for chunk in rows.chunks(ROWS_PER_INSERT) {
         let sql = format!(
             "{INSERT_RESULTS}{}{ON_CONFLICT_UPDATE}",
@@ -223,12 +235,12 @@ async fn upsert_many(tx: &mut Tx, rows: &[&Row]) -> StoreResult<()> {
                 .bind(row.completed_at)
                 .bind(&row.abandon_reason);
         }
-        query.execute(&mut **tx).await?;
+        query.execute(&mut *tx).await?;
     }
     Ok(())
 }
 
-async fn record_many(tx: &mut Tx, items: &[FeedItem], now: i64) -> StoreResult<()> {
+async fn record_many(tx: &mut AnyConnection, items: &[FeedItem], now: i64) -> StoreResult<()> {
     for chunk in items.chunks(ROWS_PER_INSERT) {
         let sql = format!("{INSERT_CHANGES}{}", placeholders(chunk.len(), 4));
         let mut query = sqlx::query(&sql);
@@ -241,7 +253,7 @@ async fn record_many(tx: &mut Tx, items: &[FeedItem], now: i64) -> StoreResult<(
                 .bind(text)
                 .bind(now);
         }
-        query.execute(&mut **tx).await?;
+        query.execute(&mut *tx).await?;
     }
     Ok(())
 }
@@ -256,20 +268,7 @@ impl SqlStore {
         metrics: Arc<Metrics>,
     ) -> StoreResult<Self> {
         sqlx::any::install_default_drivers();
-        let (pool, dialect) = if url.starts_with("postgres://") || url.starts_with("postgresql://")
-        {
-            (
-                postgres::connect(url, max_connections).await?,
-                Dialect::Postgres,
-            )
-        } else if let Some(path) = url.strip_prefix("sqlite://") {
-            (
-                sqlite::connect(path, max_connections).await?,
-                Dialect::Sqlite,
-            )
-        } else {
-            return Err(StoreError::UnsupportedUrl(url.to_owned()));
-        };
+        let (pool, dialect) = open(url, max_connections).await?;
         let head: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(&pool).await?;
         let notifier = Arc::new(Notifier::new(head));
         if dialect == Dialect::Postgres {
@@ -282,20 +281,46 @@ impl SqlStore {
             metrics,
         };
         Ok(SqlStore {
-            writes: Queue::start(db.clone(), batching),
+            writes: Queue::start(db.clone(), url.to_owned(), batching).await?,
             db,
         })
     }
 }
 
+/// A pool of `postgres://...` or `sqlite://PATH`, migrated.
+async fn open(url: &str, max_connections: u32) -> StoreResult<(AnyPool, Dialect)> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok((
+            postgres::connect(url, max_connections).await?,
+            Dialect::Postgres,
+        ))
+    } else if let Some(path) = url.strip_prefix("sqlite://") {
+        Ok((
+            sqlite::connect(path, max_connections).await?,
+            Dialect::Sqlite,
+        ))
+    } else {
+        Err(StoreError::UnsupportedUrl(url.to_owned()))
+    }
+}
+
 impl Db {
+    /// The same store through a pool of one connection of its own, opened on the runtime
+    /// that will use it.
+    pub(super) async fn with_own_connection(&self, url: &str) -> StoreResult<Db> {
+        let (pool, _) = open(url, 1).await?;
+        Ok(Db {
+            pool,
+            ..self.clone()
+        })
+    }
     async fn begin_write(&self) -> StoreResult<(Tx, i64)> {
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
         Ok((tx, head))
     }
 
-    async fn commit(&self, mut tx: Tx, head: i64) -> StoreResult<()> {
+    async fn commit(&self, mut tx: Transaction<'_, Any>, head: i64) -> StoreResult<()> {
         sqlx::query(SET_HEAD).bind(head).execute(&mut *tx).await?;
         if self.dialect == Dialect::Postgres {
             // Delivered at commit: wakes the watchers of the other replicas.
@@ -328,17 +353,60 @@ impl Db {
     /// each write's outcome, or fails the whole batch when the transaction fails.
     pub(super) async fn write_batch(
         &self,
+        connection: &mut WriterConnection,
         writes: &[&Write],
     ) -> StoreResult<Vec<StoreResult<Written>>> {
-        // A write waits for a connection at most ACQUIRE_TIMEOUT since it arrived, however
-        // long the batches before it waited, so an outage is answered within 5 s.
+        let outcomes = self.run_batch(connection, writes).await;
+        if let Err(error) = &outcomes {
+            // The connection may be broken, or stuck in the failed transaction.
+            if let Some((held, _)) = connection.0.take() {
+                tracing::debug!(%error, "the writer's connection is replaced");
+                let _ = held.close().await;
+            }
+        }
+        outcomes
+    }
+
+    /// The writer's connection, checked when it sat idle (the database may have restarted
+    /// since), or a new one. A write waits for a connection at most ACQUIRE_TIMEOUT since
+    /// it arrived, however long the batches before it took, so an outage is answered
+    /// within 5 s.
+    async fn writer_connection<'c>(
+        &self,
+        connection: &'c mut WriterConnection,
+        arrived: Instant,
+    ) -> StoreResult<&'c mut AnyConnection> {
+        if let Some((held, used)) = &mut connection.0
+            && used.elapsed() > IDLE_BEFORE_CHECK
+            && held.ping().await.is_err()
+        {
+            connection.0 = None;
+        }
+        if connection.0.is_none() {
+            let fresh =
+                tokio::time::timeout_at((arrived + ACQUIRE_TIMEOUT).into(), self.pool.acquire())
+                    .await
+                    .map_err(|_| sqlx::Error::PoolTimedOut)??;
+            connection.0 = Some((fresh, Instant::now()));
+        }
+        let (held, used) = connection
+            .0
+            .as_mut()
+            .ok_or_else(|| StoreError::Corrupt("the writer lost its connection".into()))?;
+        *used = Instant::now();
+        Ok(&mut **held)
+    }
+
+    async fn run_batch(
+        &self,
+        connection: &mut WriterConnection,
+        writes: &[&Write],
+    ) -> StoreResult<Vec<StoreResult<Written>>> {
         let arrived = writes.iter().map(|w| w.arrived).min();
-        let deadline = arrived.unwrap_or_else(Instant::now) + ACQUIRE_TIMEOUT;
-        let connection = tokio::time::timeout_at(deadline.into(), self.pool.acquire())
-            .await
-            .map_err(|_| sqlx::Error::PoolTimedOut)??;
-        let begin = self.dialect.begin_write().into();
-        let mut tx = Transaction::begin(connection, Some(begin)).await?;
+        let connection = self
+            .writer_connection(connection, arrived.unwrap_or_else(Instant::now))
+            .await?;
+        let mut tx = connection.begin_with(self.dialect.begin_write()).await?;
         let mut head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
 
         let mut rows: HashMap<(&str, &str, &str), Option<Row>> =
