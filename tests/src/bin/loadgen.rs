@@ -490,7 +490,7 @@ async fn load(run: Run) -> Result<Summary, Box<dyn std::error::Error>> {
                         if due >= end {
                             return tally;
                         }
-                        let status = generator.send(&pod, n).await;
+                        let status = generator.send(pod, n).await;
                         if due >= measure_from {
                             let micros = due.elapsed().as_micros();
                             if let Some(histogram) = &mut tally.latencies {
