@@ -18,7 +18,8 @@ macro_rules! result_columns {
 }
 pub(super) use result_columns;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Serialized with the column names, for the batch statements' JSON parameter.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub(super) struct Row {
     pub namespace: String,
     pub workflow_uid: String,

@@ -97,22 +97,59 @@ const SET_PRUNED: &str =
 const DELETE_EXPIRED: &str = "DELETE FROM results WHERE (namespace, workflow_uid, node_id) IN \
      (SELECT namespace, workflow_uid, node_id FROM results WHERE updated_at < $1 \
      ORDER BY updated_at LIMIT $2) RETURNING namespace, workflow, workflow_uid, node_id";
-const INSERT_RESULTS: &str = concat!("INSERT INTO results (", result_columns!(), ") VALUES ");
-/// Columns in `result_columns!()`.
-const RESULT_COLUMNS: usize = 19;
-const ON_CONFLICT_UPDATE: &str = " \
-     ON CONFLICT (namespace, workflow_uid, node_id) DO UPDATE SET \
-     workflow = excluded.workflow, pod_name = excluded.pod_name, pod_uid = excluded.pod_uid, \
-     instance_id = excluded.instance_id, state = excluded.state, phase = excluded.phase, \
-     message = excluded.message, progress = excluded.progress, outputs = excluded.outputs, \
-     sequence = excluded.sequence, revision = excluded.revision, \
-     updated_at = excluded.updated_at, completed_at = excluded.completed_at, \
-     abandon_reason = excluded.abandon_reason";
-const SELECT_BY_IDENTITIES: &str = concat!(
+// A batch's rows travel as one JSON parameter, so each of these statements is one fixed
+// text that stays prepared on the connection whatever the batch size, and costs one round
+// trip.
+macro_rules! upsert_results {
+    ($select:expr) => {
+        concat!(
+            "INSERT INTO results (",
+            result_columns!(),
+            ") ",
+            $select,
+            " ON CONFLICT (namespace, workflow_uid, node_id) DO UPDATE SET \
+             workflow = excluded.workflow, pod_name = excluded.pod_name, \
+             pod_uid = excluded.pod_uid, instance_id = excluded.instance_id, \
+             state = excluded.state, phase = excluded.phase, message = excluded.message, \
+             progress = excluded.progress, outputs = excluded.outputs, \
+             sequence = excluded.sequence, revision = excluded.revision, \
+             updated_at = excluded.updated_at, completed_at = excluded.completed_at, \
+             abandon_reason = excluded.abandon_reason"
+        )
+    };
+}
+const UPSERT_POSTGRES: &str = upsert_results!(concat!(
     "SELECT ",
     result_columns!(),
-    " FROM results WHERE (namespace, workflow_uid, node_id) IN (VALUES "
+    " FROM json_populate_recordset(NULL::results, $1::json)"
+));
+// SQLite needs the WHERE to read ON CONFLICT as the upsert clause.
+const UPSERT_SQLITE: &str = upsert_results!(
+    "SELECT value ->> 'namespace', value ->> 'workflow_uid', value ->> 'node_id', \
+     value ->> 'workflow', value ->> 'pod_name', value ->> 'pod_uid', value ->> 'instance_id', \
+     value ->> 'state', value ->> 'phase', value ->> 'message', value ->> 'progress', \
+     value ->> 'outputs', value ->> 'sequence', value ->> 'revision', \
+     value ->> 'created_revision', value ->> 'created_at', value ->> 'updated_at', \
+     value ->> 'completed_at', value ->> 'abandon_reason' FROM json_each($1) WHERE true"
 );
+const LOAD_POSTGRES: &str = concat!(
+    "SELECT ",
+    result_columns!(),
+    " FROM results WHERE (namespace, workflow_uid, node_id) IN \
+     (SELECT k ->> 0, k ->> 1, k ->> 2 FROM json_array_elements($1::json) AS k)"
+);
+const LOAD_SQLITE: &str = concat!(
+    "SELECT ",
+    result_columns!(),
+    " FROM results WHERE (namespace, workflow_uid, node_id) IN \
+     (SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each($1))"
+);
+const RECORD_POSTGRES: &str = "INSERT INTO changes (revision, namespace, item, recorded_at) \
+     SELECT revision, namespace, item, recorded_at \
+     FROM json_populate_recordset(NULL::changes, $1::json)";
+const RECORD_SQLITE: &str = "INSERT INTO changes (revision, namespace, item, recorded_at) \
+     SELECT value ->> 'revision', value ->> 'namespace', value ->> 'item', \
+     value ->> 'recorded_at' FROM json_each($1)";
 const SELECT_BY_KEY: &str = concat!(
     "SELECT ",
     result_columns!(),
@@ -129,9 +166,6 @@ const SELECT_PAGE: &str = concat!(
 );
 const SUMMARY: &str = "SELECT state, COUNT(*) AS n FROM results \
      WHERE namespace = $1 AND workflow_uid = $2 AND workflow = $3 GROUP BY state";
-const INSERT_CHANGES: &str = "INSERT INTO changes (revision, namespace, item, recorded_at) VALUES ";
-/// Rows per multi-row INSERT: far below either database's limit on bound parameters.
-const ROWS_PER_INSERT: usize = 1000;
 const SELECT_CHANGES: &str = "SELECT item FROM changes WHERE revision > $1 AND revision <= $2 \
      AND ($3 = '' OR namespace = $3) ORDER BY revision LIMIT $4";
 const DELETE_WORKFLOW: &str = "DELETE FROM results WHERE namespace = $1 AND workflow = $2 \
@@ -179,82 +213,70 @@ fn identity(key: &ResultKey) -> (&str, &str, &str) {
     (&key.namespace, &key.workflow_uid, &key.node_id)
 }
 
-/// `($1, $2), ($3, $4)` for two rows of two columns.
-fn placeholders(rows: usize, columns: usize) -> String {
-    let row = |r: usize| {
-        let columns: Vec<String> = (1..=columns)
-            .map(|c| format!("${}", r * columns + c))
-            .collect();
-        format!("({})", columns.join(", "))
-    };
-    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+fn to_json(value: &impl serde::Serialize) -> StoreResult<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("batch: {e}")))
 }
 
 async fn load_many(
     tx: &mut AnyConnection,
+    dialect: Dialect,
     identities: &[(&str, &str, &str)],
 ) -> StoreResult<Vec<Row>> {
-    let sql = format!(
-        "{SELECT_BY_IDENTITIES}{})",
-        placeholders(identities.len(), 3)
-    );
-    let mut query = sqlx::query(&sql);
-    for (namespace, workflow_uid, node_id) in identities {
-        query = query.bind(*namespace).bind(*workflow_uid).bind(*node_id);
-    }
-    let rows = query.fetch_all(tx).await?;
+    let sql = match dialect {
+        Dialect::Postgres => LOAD_POSTGRES,
+        Dialect::Sqlite => LOAD_SQLITE,
+    };
+    let rows = sqlx::query(sql)
+        .bind(to_json(&identities)?)
+        .fetch_all(tx)
+        .await?;
     rows.iter().map(Row::decode).collect()
 }
 
-async fn upsert_many(tx: &mut AnyConnection, rows: &[&Row]) -> StoreResult<()> {
-    for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let sql = format!(
-            "{INSERT_RESULTS}{}{ON_CONFLICT_UPDATE}",
-            placeholders(chunk.len(), RESULT_COLUMNS)
-        );
-        let mut query = sqlx::query(&sql);
-        for row in chunk {
-            query = query
-                .bind(&row.namespace)
-                .bind(&row.workflow_uid)
-                .bind(&row.node_id)
-                .bind(&row.workflow)
-                .bind(&row.pod_name)
-                .bind(&row.pod_uid)
-                .bind(&row.instance_id)
-                .bind(row.state.as_str())
-                .bind(&row.phase)
-                .bind(&row.message)
-                .bind(&row.progress)
-                .bind(&row.outputs)
-                .bind(row.sequence)
-                .bind(row.revision)
-                .bind(row.created_revision)
-                .bind(row.created_at)
-                .bind(row.updated_at)
-                .bind(row.completed_at)
-                .bind(&row.abandon_reason);
-        }
-        query.execute(&mut *tx).await?;
-    }
+async fn upsert_many(tx: &mut AnyConnection, dialect: Dialect, rows: &[&Row]) -> StoreResult<()> {
+    let sql = match dialect {
+        Dialect::Postgres => UPSERT_POSTGRES,
+        Dialect::Sqlite => UPSERT_SQLITE,
+    };
+    sqlx::query(sql).bind(to_json(&rows)?).execute(tx).await?;
     Ok(())
 }
 
-async fn record_many(tx: &mut AnyConnection, items: &[FeedItem], now: i64) -> StoreResult<()> {
-    for chunk in items.chunks(ROWS_PER_INSERT) {
-        let sql = format!("{INSERT_CHANGES}{}", placeholders(chunk.len(), 4));
-        let mut query = sqlx::query(&sql);
-        for item in chunk {
-            let text = serde_json::to_string(item)
-                .map_err(|e| StoreError::Corrupt(format!("feed item: {e}")))?;
-            query = query
-                .bind(item.revision())
-                .bind(item.namespace().to_owned())
-                .bind(text)
-                .bind(now);
-        }
-        query.execute(&mut *tx).await?;
-    }
+/// A row of `changes`, as the batch parameter carries it.
+#[derive(serde::Serialize)]
+struct Change<'a> {
+    revision: i64,
+    namespace: &'a str,
+    /// The feed item's JSON text.
+    item: String,
+    recorded_at: i64,
+}
+
+async fn record_many(
+    tx: &mut AnyConnection,
+    dialect: Dialect,
+    items: &[FeedItem],
+    now: i64,
+) -> StoreResult<()> {
+    let changes = items
+        .iter()
+        .map(|item| {
+            Ok(Change {
+                revision: item.revision(),
+                namespace: item.namespace(),
+                item: to_json(item)?,
+                recorded_at: now,
+            })
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
+    let sql = match dialect {
+        Dialect::Postgres => RECORD_POSTGRES,
+        Dialect::Sqlite => RECORD_SQLITE,
+    };
+    sqlx::query(sql)
+        .bind(to_json(&changes)?)
+        .execute(tx)
+        .await?;
     Ok(())
 }
 
@@ -412,7 +434,7 @@ impl Db {
         let mut rows: HashMap<(&str, &str, &str), Option<Row>> =
             writes.iter().map(|w| (identity(&w.key), None)).collect();
         let keys: Vec<_> = rows.keys().copied().collect();
-        for row in load_many(&mut tx, &keys).await? {
+        for row in load_many(&mut tx, self.dialect, &keys).await? {
             let id = keys.iter().copied().find(|&(namespace, uid, node)| {
                 namespace == row.namespace && uid == row.workflow_uid && node == row.node_id
             });
@@ -473,8 +495,8 @@ impl Db {
             .iter()
             .filter_map(|id| rows.get(id).and_then(Option::as_ref))
             .collect();
-        upsert_many(&mut tx, &last).await?;
-        record_many(&mut tx, &changes, now).await?;
+        upsert_many(&mut tx, self.dialect, &last).await?;
+        record_many(&mut tx, self.dialect, &changes, now).await?;
         self.commit(tx, head).await?;
         Ok(outcomes)
     }
@@ -594,7 +616,7 @@ impl Db {
                 node_id,
             })
             .collect();
-        record_many(&mut tx, &tombstones, now_millis()).await?;
+        record_many(&mut tx, self.dialect, &tombstones, now_millis()).await?;
         let deleted = tombstones.len() as u64;
         self.commit(tx, head + deleted as i64).await?;
         Ok(deleted)
@@ -694,7 +716,7 @@ impl Db {
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()?;
-            record_many(&mut tx, &tombstones, now_millis()).await?;
+            record_many(&mut tx, self.dialect, &tombstones, now_millis()).await?;
             self.commit(tx, head + tombstones.len() as i64).await?;
             expired += tombstones.len() as u64;
         }
