@@ -132,6 +132,7 @@ const UPSERT_SQLITE: &str = upsert_results!(
      value ->> 'created_revision', value ->> 'created_at', value ->> 'updated_at', \
      value ->> 'completed_at', value ->> 'abandon_reason' FROM json_each($1) WHERE true"
 );
+const CUSTOM_PLANS: &str = "SET plan_cache_mode = force_custom_plan";
 const LOAD_POSTGRES: &str = concat!(
     "SELECT ",
     result_columns!(),
@@ -405,10 +406,15 @@ impl Db {
             connection.0 = None;
         }
         if connection.0.is_none() {
-            let fresh =
+            let mut fresh =
                 tokio::time::timeout_at((arrived + ACQUIRE_TIMEOUT).into(), self.pool.acquire())
                     .await
                     .map_err(|_| sqlx::Error::PoolTimedOut)??;
+            if self.dialect == Dialect::Postgres {
+                // A plan cached while `results` was small would scan it whole for every
+                // batch until autovacuum analyzes it: plan each batch's lookup afresh.
+                sqlx::query(CUSTOM_PLANS).execute(&mut *fresh).await?;
+            }
             connection.0 = Some((fresh, Instant::now()));
         }
         let (held, used) = connection
