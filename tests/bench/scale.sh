@@ -114,7 +114,7 @@ full=$(ingest full)
 say "listing one 1,000-node workflow, 200 times"
 # shellcheck disable=SC2046
 list=$(target/release/loadgen list $(reading) --workflow prefill-00042 --requests 200)
-say "feed catch-up over the $results pre-filled changes"
+say "feed catch-up from before the pre-fill: its $results changes and the ingest after them"
 # shellcheck disable=SC2046
 catch_up=$(target/release/loadgen catch-up $(reading) --since "$head")
 stop_server

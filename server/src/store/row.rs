@@ -94,33 +94,34 @@ impl Row {
         })
     }
 
-    pub fn to_api(&self) -> Result<NodeResult, StoreError> {
+    /// The API form. Reads convert rows they are done with, so nothing is copied twice.
+    pub fn into_api(self) -> Result<NodeResult, StoreError> {
         let outputs =
-            match &self.outputs {
-                Some(text) => Some(RawValue::from_string(text.clone()).map_err(|e| {
+            match self.outputs {
+                Some(text) => Some(RawValue::from_string(text).map_err(|e| {
                     StoreError::Corrupt(format!("outputs of {}: {e}", self.node_id))
                 })?),
                 None => None,
             };
         Ok(NodeResult {
-            namespace: self.namespace.clone(),
-            workflow: self.workflow.clone(),
-            workflow_uid: self.workflow_uid.clone(),
-            node_id: self.node_id.clone(),
-            pod_name: self.pod_name.clone(),
-            pod_uid: self.pod_uid.clone(),
-            instance_id: self.instance_id.clone(),
+            namespace: self.namespace,
+            workflow: self.workflow,
+            workflow_uid: self.workflow_uid,
+            node_id: self.node_id,
+            pod_name: self.pod_name,
+            pod_uid: self.pod_uid,
+            instance_id: self.instance_id,
             state: self.state,
-            phase: self.phase.clone(),
-            message: self.message.clone(),
-            progress: self.progress.clone(),
+            phase: self.phase,
+            message: self.message,
+            progress: self.progress,
             outputs,
             sequence: self.sequence,
             revision: self.revision,
             created_at: format_millis(self.created_at),
             updated_at: format_millis(self.updated_at),
             completed_at: self.completed_at.map(format_millis),
-            abandon_reason: self.abandon_reason.clone(),
+            abandon_reason: self.abandon_reason,
         })
     }
 }

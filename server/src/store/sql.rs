@@ -468,7 +468,7 @@ impl Db {
                         row.created_revision = head;
                         Outcome::Created
                     };
-                    let result = row.to_api()?;
+                    let result = row.clone().into_api()?;
                     changes.push(FeedItem::Upserted {
                         revision: head,
                         result: Box::new(result.clone()),
@@ -480,11 +480,11 @@ impl Db {
                     Ok(Written { result, outcome })
                 }
                 Decision::Unchanged(row) => Ok(Written {
-                    result: row.to_api()?,
+                    result: row.into_api()?,
                     outcome: Outcome::Unchanged,
                 }),
                 Decision::Frozen(row) => Err(Refusal::Frozen {
-                    current: Box::new(row.to_api()?),
+                    current: Box::new(row.into_api()?),
                 }
                 .into()),
                 Decision::Refuse(refusal) => Err(refusal.into()),
@@ -562,7 +562,7 @@ impl Db {
         page.items = rows
             .iter()
             .take(query.limit as usize)
-            .map(|row| Row::decode(row)?.to_api())
+            .map(|row| Row::decode(row)?.into_api())
             .collect::<StoreResult<_>>()?;
         Ok(page)
     }
@@ -592,7 +592,7 @@ impl Db {
             Some(row) => {
                 let row = Row::decode(&row)?;
                 Ok((row.workflow == workflow)
-                    .then(|| row.to_api())
+                    .then(|| row.into_api())
                     .transpose()?)
             }
             None => Ok(None),
