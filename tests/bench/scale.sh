@@ -40,6 +40,9 @@ trap cleanup EXIT
 
 say() { printf '==> %s\n' "$*" >&2; }
 sql() { psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -v ON_ERROR_STOP=1 "$@"; }
+# Each measurement starts with Postgres' dirty pages written out, so that none pays for
+# the writes of the one before.
+quiesce() { sql -d postgres -c CHECKPOINT >/dev/null; sync; sleep 2; }
 
 start_server() {
   target/release/argo-results-server --database-url "postgres://$pguser@$pghost:$pgport/$db" \
@@ -63,6 +66,7 @@ target/release/loadgen keygen "$work/keys"
 sql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
 
 say "ingest on an empty database (${duration}s)"
+quiesce
 start_server
 empty=$(ingest empty)
 stop_server
@@ -109,8 +113,10 @@ prefill_s=$(($(date +%s) - started))
 size=$(sql -d "$db" -tA -c "SELECT pg_size_pretty(pg_database_size('$db'))")
 
 say "ingest with $results stored (${duration}s)"
+quiesce
 start_server
 full=$(ingest full)
+quiesce
 say "listing one 1,000-node workflow, 200 times"
 # shellcheck disable=SC2046
 list=$(target/release/loadgen list $(reading) --workflow prefill-00042 --requests 200)
