@@ -141,8 +141,8 @@ pub struct Config {
           value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub batch_max: u16,
 
-    /// How long the first write of a transaction waits for others to join it.
-    #[arg(long, env = "ARGO_RESULTS_BATCH_WAIT", default_value = "2ms", value_parser = parse_duration)]
+    /// How long the first write of a transaction waits for others to join it (at most 1s).
+    #[arg(long, env = "ARGO_RESULTS_BATCH_WAIT", default_value = "2ms", value_parser = parse_batch_wait)]
     pub batch_wait: Duration,
 
     /// Print the OpenAPI document of this server's API and exit.
@@ -162,6 +162,16 @@ pub struct Config {
         default_value = "text"
     )]
     pub log_format: LogFormat,
+}
+
+/// A batch wait: a duration of at most a second, which leaves a batch the rest of the
+/// 3 s in which an outage must be answered.
+fn parse_batch_wait(text: &str) -> Result<Duration, String> {
+    let wait = parse_duration(text)?;
+    if wait > Duration::from_secs(1) {
+        return Err(format!("{text:?} is longer than 1s"));
+    }
+    Ok(wait)
 }
 
 /// A duration such as `500ms`, `90s`, `15m`, `24h`, `7d` or `1h30m`.
@@ -196,8 +206,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 impl Config {
-    /// A request holds a connection for milliseconds, so 32 waiting per connection stay
-    /// far inside the pool's 3 s acquire timeout while a real overload is still shed.
+    /// A read holds a connection for milliseconds and a write waits for one shared
+    /// commit, so 32 waiting per connection stay far inside the 3 s in which an outage
+    /// is answered, while a real overload is still shed.
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight
             .unwrap_or(self.max_connections as usize * 32)
@@ -223,7 +234,7 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_batch_wait, parse_duration};
     use std::time::Duration;
 
     #[test]
@@ -235,5 +246,7 @@ mod tests {
         for bad in ["", "10", "h", "5x", "-1s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+        assert_eq!(parse_batch_wait("0ms"), Ok(Duration::ZERO));
+        assert!(parse_batch_wait("2s").is_err());
     }
 }

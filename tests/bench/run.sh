@@ -35,6 +35,9 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  for db in "$service_db" "$pgbench_db"; do
+    psql_admin -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -1,7 +1,7 @@
 //! Group commit: writes that arrive together share one transaction.
 //!
 //! Every write takes the revision counter's lock, so writes are serialized anyway; what a
-//! transaction costs is mostly its commit (an fsync). One writer task gathers the writes
+//! transaction costs is mostly its commit (an fsync). One writer thread gathers the writes
 //! queued while the previous transaction committed, up to `--batch-max` of them or for
 //! `--batch-wait`, and commits them together. Each caller is answered only after the
 //! commit, with the outcome its write alone would have had in that order.
@@ -82,6 +82,11 @@ impl Queue {
             .map_err(StoreError::Runtime)?;
         open.await.map_err(|_| StoreError::Stopped)??;
         Ok(Queue { sender })
+    }
+
+    /// Whether the writer has stopped (it never should): the server is not ready then.
+    pub(super) fn stopped(&self) -> bool {
+        self.sender.is_closed()
     }
 
     /// Queues a write and waits for its committed outcome.

@@ -183,6 +183,8 @@ pub enum StoreError {
     Shared(std::sync::Arc<StoreError>),
     #[error("the store's writer has stopped")]
     Stopped,
+    #[error("the database did not answer in time")]
+    TimedOut,
     #[error("cannot start the store's writer: {0}")]
     Runtime(std::io::Error),
 }
@@ -196,12 +198,20 @@ impl StoreError {
             StoreError::Database(
                 sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
             ) => Some("unavailable"),
+            // Postgres shutting down or restarting (57P0x), or a broken connection (08).
+            StoreError::Database(sqlx::Error::Database(error))
+                if error
+                    .code()
+                    .is_some_and(|code| code.starts_with("57P0") || code.starts_with("08")) =>
+            {
+                Some("unavailable")
+            }
             StoreError::Database(_) => Some("database"),
             StoreError::Migrate(_) => Some("migrate"),
             StoreError::Corrupt(_) => Some("corrupt"),
             StoreError::UnsupportedUrl(_) => Some("config"),
             StoreError::Shared(error) => error.kind(),
-            StoreError::Stopped => Some("unavailable"),
+            StoreError::Stopped | StoreError::TimedOut => Some("unavailable"),
             StoreError::Runtime(_) => Some("config"),
         }
     }

@@ -53,7 +53,8 @@ impl Dialect {
     }
 }
 
-/// The store: reads go straight to the database, writes through group commit.
+/// The store: reads go straight to the database; writes of results (reports,
+/// expectations, abandons) go through group commit.
 #[derive(Debug)]
 pub struct SqlStore {
     db: Db,
@@ -64,6 +65,9 @@ pub struct SqlStore {
 /// not wait for the pool, and when it was last used.
 #[derive(Debug, Default)]
 pub(super) struct WriterConnection(Option<(PoolConnection<Any>, Instant)>);
+
+/// The least time a batch is given, however long its writes waited for the one before.
+const MIN_BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A writer's connection idle longer than this is pinged before use.
 const IDLE_BEFORE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
@@ -379,37 +383,50 @@ impl Db {
         connection: &mut WriterConnection,
         writes: &[&Write],
     ) -> StoreResult<Vec<StoreResult<Written>>> {
-        let outcomes = self.run_batch(connection, writes).await;
-        if let Err(error) = &outcomes {
-            // The connection may be broken, or stuck in the failed transaction.
-            if let Some((held, _)) = connection.0.take() {
-                tracing::debug!(%error, "the writer's connection is replaced");
-                let _ = held.close().await;
-            }
+        // A database that hangs instead of refusing must still be answered with 503
+        // within 5 s: the whole batch, connecting included, ends 3 s after its oldest
+        // write arrived (and has at least a second). A batch cut off at its commit may
+        // have committed; its writers hear 503, and their retries replay.
+        let arrived = writes.iter().map(|w| w.arrived).min();
+        let deadline = (arrived.unwrap_or_else(Instant::now) + ACQUIRE_TIMEOUT)
+            .max(Instant::now() + MIN_BATCH_TIME);
+        let outcomes = match tokio::time::timeout_at(
+            deadline.into(),
+            self.run_batch(connection, writes),
+        )
+        .await
+        {
+            Ok(outcomes) => outcomes,
+            Err(_) => Err(StoreError::TimedOut),
+        };
+        if let Err(error) = &outcomes
+            && let Some((held, _)) = connection.0.take()
+        {
+            // Broken, mid-statement or in a failed transaction: closed without a
+            // goodbye (which could hang too), never handed back to the pool.
+            tracing::debug!(%error, "the writer's connection is replaced");
+            drop(held.detach());
         }
         outcomes
     }
 
     /// The writer's connection, checked when it sat idle (the database may have restarted
-    /// since), or a new one. A write waits for a connection at most ACQUIRE_TIMEOUT since
-    /// it arrived, however long the batches before it took, so an outage is answered
-    /// within 5 s.
+    /// since), or a new one.
     async fn writer_connection<'c>(
         &self,
         connection: &'c mut WriterConnection,
-        arrived: Instant,
     ) -> StoreResult<&'c mut AnyConnection> {
         if let Some((held, used)) = &mut connection.0
             && used.elapsed() > IDLE_BEFORE_CHECK
-            && held.ping().await.is_err()
+            && let Err(error) = held.ping().await
         {
-            connection.0 = None;
+            tracing::info!(%error, "the writer's idle connection is replaced");
+            if let Some((held, _)) = connection.0.take() {
+                drop(held.detach());
+            }
         }
         if connection.0.is_none() {
-            let mut fresh =
-                tokio::time::timeout_at((arrived + ACQUIRE_TIMEOUT).into(), self.pool.acquire())
-                    .await
-                    .map_err(|_| sqlx::Error::PoolTimedOut)??;
+            let mut fresh = self.pool.acquire().await?;
             if self.dialect == Dialect::Postgres {
                 // A plan cached while `results` was small would scan it whole for every
                 // batch until autovacuum analyzes it: plan each batch's lookup afresh.
@@ -430,10 +447,7 @@ impl Db {
         connection: &mut WriterConnection,
         writes: &[&Write],
     ) -> StoreResult<Vec<StoreResult<Written>>> {
-        let arrived = writes.iter().map(|w| w.arrived).min();
-        let connection = self
-            .writer_connection(connection, arrived.unwrap_or_else(Instant::now))
-            .await?;
+        let connection = self.writer_connection(connection).await?;
         let mut tx = connection.begin_with(self.dialect.begin_write()).await?;
         let mut head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
 
@@ -887,6 +901,9 @@ impl Store for SqlStore {
 
     fn ping(&self) -> BoxFuture<'_, StoreResult<()>> {
         self.db.measured(async move {
+            if self.writes.stopped() {
+                return Err(StoreError::Stopped);
+            }
             sqlx::query(READ_HEAD).fetch_one(&self.db.pool).await?;
             Ok(())
         })

@@ -35,14 +35,18 @@ type Sent = tokio::task::JoinHandle<Result<Answer<NodeResult>, ClientError>>;
 
 async fn writes_sharing_a_transaction_get_their_own_outcomes(backend: Backend) {
     let server = TestServer::start_with(backend, GATHER).await;
-    // Alone, one after the other: a frozen result, one reporting at sequence 100, and
-    // one bound to its first pod.
-    let (frozen, reporting, bound) = (step(1), step(2), step(3));
+    // Alone, one after the other: a frozen result, two reporting at sequence 100 (one
+    // to refuse a stale report, one to take a newer one: each write below that is
+    // refused or accepted touches a row of its own, so the order they arrive in does not
+    // matter), and one bound to its first pod.
+    let (frozen, reporting, updating, bound) = (step(1), step(2), step(4), step(3));
     let completed = server.complete(&frozen, 1).await.body;
-    server
-        .send(&reporting, &reporting.report(Some(100), false, None))
-        .await
-        .expect("sequence 100");
+    for s in [&reporting, &updating] {
+        server
+            .send(s, &s.report(Some(100), false, None))
+            .await
+            .expect("sequence 100");
+    }
     server
         .send(&bound, &bound.report(Some(1), false, None))
         .await
@@ -62,8 +66,8 @@ async fn writes_sharing_a_transaction_get_their_own_outcomes(backend: Backend) {
     let overwrite = send(&frozen, frozen.report(Some(2), true, Some(&outputs(2))));
     let stale = send(&reporting, reporting.report(Some(50), false, None));
     let newer = send(
-        &reporting,
-        reporting.report(Some(200), true, Some(&outputs(2))),
+        &updating,
+        updating.report(Some(200), true, Some(&outputs(2))),
     );
     let intruder = bound.restarted();
     let mismatch = send(&intruder, intruder.report(Some(2), true, Some(&outputs(3))));
