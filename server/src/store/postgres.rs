@@ -19,17 +19,20 @@ const READ_HEAD: &str = "SELECT revision FROM store_state WHERE id = 1";
 const RELISTEN_AFTER: Duration = Duration::from_secs(1);
 
 pub(super) async fn connect(url: &str, max_connections: u32) -> StoreResult<AnyPool> {
-    let pool = AnyPoolOptions::new()
+    Ok(AnyPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect(url)
-        .await?;
+        .await?)
+}
+
+pub(super) async fn migrate(pool: &AnyPool) -> StoreResult<()> {
     // Replicas starting together serialize here: sqlx holds an advisory lock while migrating.
     let mut migrator = sqlx::migrate!("../migrations/postgres");
     // Migrations only add, so an older release (a rollback) runs on a newer schema.
     migrator.set_ignore_missing(true);
-    migrator.run(&pool).await?;
-    Ok(pool)
+    migrator.run(pool).await?;
+    Ok(())
 }
 
 /// Publishes the commits of every replica to `notifier`, listening for their NOTIFY in the

@@ -296,6 +296,10 @@ impl SqlStore {
     ) -> StoreResult<Self> {
         sqlx::any::install_default_drivers();
         let (pool, dialect) = open(url, max_connections).await?;
+        match dialect {
+            Dialect::Postgres => postgres::migrate(&pool).await?,
+            Dialect::Sqlite => sqlite::migrate(&pool).await?,
+        }
         let head: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(&pool).await?;
         let notifier = Arc::new(Notifier::new(head));
         if dialect == Dialect::Postgres {
@@ -314,7 +318,7 @@ impl SqlStore {
     }
 }
 
-/// A pool of `postgres://...` or `sqlite://PATH`, migrated.
+/// A pool of `postgres://...` or `sqlite://PATH`.
 async fn open(url: &str, max_connections: u32) -> StoreResult<(AnyPool, Dialect)> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok((

@@ -22,9 +22,13 @@ pub(super) async fn connect(path: &str, max_connections: u32) -> StoreResult<Any
         })
         .connect(&format!("sqlite://{path}?mode=rwc"))
         .await?;
+    Ok(pool)
+}
+
+pub(super) async fn migrate(pool: &AnyPool) -> StoreResult<()> {
     let mut migrator = sqlx::migrate!("../migrations/sqlite");
     // Migrations only add, so an older release (a rollback) runs on a newer schema.
     migrator.set_ignore_missing(true);
-    migrator.run(&pool).await?;
-    Ok(pool)
+    migrator.run(pool).await?;
+    Ok(())
 }
