@@ -1,5 +1,6 @@
 //! loadgen: wait containers at scale. Each simulated pod gets its own projected-style token
-//! (ES256, signed with a key the server trusts through `--jwks-file`) and sends its node's
+//! (RS256 with a 2048-bit key, as Kubernetes signs service-account tokens by default; the
+//! server trusts the key through `--jwks-file`) and sends its node's
 //! reports, the last one final with about 1 KB of Argo-shaped outputs. A closed loop keeps
 //! `--concurrency` requests in flight for `--duration`; `--rate` sends on a fixed schedule
 //! instead and measures each request from the time it was due (no coordinated omission).
@@ -11,12 +12,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use argo_results_proto::token::{PodIdentity, TokenClaims, es256_public_jwk, generate_es256_key};
+use argo_results_proto::token::{PodIdentity, TokenClaims, pem_encode};
 use argo_results_proto::{PROTOCOL_VERSION, ReportRequest};
+use aws_lc_rs::encoding::AsDer;
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::rsa::{KeyPair, KeySize};
+use aws_lc_rs::signature::RSA_PKCS1_SHA256;
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use bytes::Bytes;
 use clap::{Parser, Subcommand};
 use hdrhistogram::Histogram;
-use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use http_body_util::{BodyExt, Full};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue};
+use hyper::{Request, Uri};
+use hyper_util::rt::TokioIo;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, EncodingKey};
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
@@ -63,7 +75,7 @@ enum Command {
 struct Reader {
     #[arg(long)]
     url: String,
-    /// The ES256 key written by `keygen`.
+    /// The RSA key written by `keygen`.
     #[arg(long)]
     key: PathBuf,
     /// Who the reader's token names (the server must grant it --reader).
@@ -74,10 +86,9 @@ struct Reader {
 }
 
 impl Reader {
-    fn client(&self) -> Result<(reqwest::Client, String), Box<dyn std::error::Error>> {
-        let key = EncodingKey::from_ec_pem(&std::fs::read(&self.key)?)?;
+    fn client(&self) -> Result<(reqwest::Client, String), Error> {
         let claims = TokenClaims::user(ISSUER, AUDIENCE, &self.subject, Duration::from_secs(600));
-        let token = jsonwebtoken::encode(&header(), &claims, &key)?;
+        let token = Signer::read(&self.key)?.sign(&claims)?;
         Ok((reqwest::Client::builder().http1_only().build()?, token))
     }
 
@@ -86,7 +97,7 @@ impl Reader {
         &self,
         (client, token): &(reqwest::Client, String),
         path_and_query: &str,
-    ) -> Result<impl AsRef<[u8]> + use<>, Box<dyn std::error::Error>> {
+    ) -> Result<impl AsRef<[u8]> + use<>, Error> {
         let response = client
             .get(format!("{}{path_and_query}", self.url))
             .bearer_auth(token)
@@ -97,18 +108,57 @@ impl Reader {
     }
 }
 
-fn header() -> Header {
-    let mut header = Header::new(Algorithm::ES256);
-    header.kid = Some(KID.to_owned());
-    header
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Signs RS256 tokens with a key parsed once. (jsonwebtoken parses and checks the private
+/// key again for every signature, which costs twice the signature itself.)
+struct Signer {
+    key: KeyPair,
+    /// The encoded JWT header, the same for every token.
+    header: String,
+}
+
+impl Signer {
+    /// The PKCS#8 PEM key `keygen` wrote.
+    fn read(path: &std::path::Path) -> Result<Signer, Error> {
+        let pem = std::fs::read_to_string(path)?;
+        let base64: String = pem
+            .lines()
+            .filter(|line| !line.starts_with("-----"))
+            .collect();
+        let key = KeyPair::from_pkcs8(&STANDARD.decode(base64)?).map_err(|e| e.to_string())?;
+        let header = serde_json::json!({"alg": "RS256", "typ": "JWT", "kid": KID});
+        Ok(Signer {
+            key,
+            header: URL_SAFE_NO_PAD.encode(serde_json::to_vec(&header)?),
+        })
+    }
+
+    fn sign(&self, claims: &impl serde::Serialize) -> Result<String, Error> {
+        let signed = format!(
+            "{}.{}",
+            self.header,
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(claims)?)
+        );
+        let mut signature = vec![0; self.key.public_modulus_len()];
+        self.key
+            .sign(
+                &RSA_PKCS1_SHA256,
+                &SystemRandom::new(),
+                signed.as_bytes(),
+                &mut signature,
+            )
+            .map_err(|_| "cannot sign")?;
+        Ok(format!("{signed}.{}", URL_SAFE_NO_PAD.encode(signature)))
+    }
 }
 
 #[derive(Debug, Clone, clap::Args)]
 struct Run {
-    /// The server, e.g. http://127.0.0.1:8080.
+    /// The server over plain HTTP, e.g. http://127.0.0.1:8080.
     #[arg(long)]
     url: String,
-    /// The ES256 key written by `keygen`.
+    /// The RSA key written by `keygen`.
     #[arg(long)]
     key: PathBuf,
     /// Requests in flight at once (closed loop), or at most (fixed rate).
@@ -134,7 +184,7 @@ struct Run {
     namespace: String,
     /// Pods whose tokens are minted before the clock starts, as the kubelet mints them
     /// before the wait container runs; past them, loadgen mints as it goes (and competes
-    /// with the server for CPU) [default: 12,000 per second of warmup and duration].
+    /// with the server for CPU) [default: 12,000 requests per second of warmup and duration].
     #[arg(long)]
     premint: Option<u64>,
     /// Prefix of workflow names; distinct runs must use distinct ones [default: from the
@@ -143,7 +193,7 @@ struct Run {
     run_id: Option<String>,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Error> {
     match Cli::parse().command {
         Command::Keygen { dir } => keygen(&dir),
         Command::Outputs => {
@@ -161,8 +211,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn print<T: serde::Serialize>(
-    work: impl std::future::Future<Output = Result<T, Box<dyn std::error::Error>>>,
-) -> Result<(), Box<dyn std::error::Error>> {
+    work: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<(), Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -171,11 +221,7 @@ fn print<T: serde::Serialize>(
     Ok(())
 }
 
-async fn list(
-    reader: Reader,
-    workflow: String,
-    requests: u32,
-) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
+async fn list(reader: Reader, workflow: String, requests: u32) -> Result<serde_json::Value, Error> {
     let client = reader.client()?;
     let path = format!(
         "/api/v1/namespaces/{}/workflows/{workflow}/results?limit=1000",
@@ -201,10 +247,7 @@ async fn list(
     }))
 }
 
-async fn catch_up(
-    reader: Reader,
-    since: i64,
-) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
+async fn catch_up(reader: Reader, since: i64) -> Result<serde_json::Value, Error> {
     let client = reader.client()?;
     let started = Instant::now();
     let (mut since, mut changes) = (since, 0usize);
@@ -230,11 +273,17 @@ async fn catch_up(
     }))
 }
 
-fn keygen(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+fn keygen(dir: &std::path::Path) -> Result<(), Error> {
     std::fs::create_dir_all(dir)?;
-    let key = generate_es256_key().map_err(|_| "cannot generate a key")?;
-    let jwk = es256_public_jwk(key.as_bytes(), KID)?;
-    std::fs::write(dir.join("signing-key.pem"), &key)?;
+    let pair = KeyPair::generate(KeySize::Rsa2048).map_err(|_| "cannot generate a key")?;
+    let der = pair.as_der().map_err(|_| "cannot encode the key")?;
+    let pem = pem_encode("PRIVATE KEY", der.as_ref());
+    let mut jwk = Jwk::from_encoding_key(
+        &EncodingKey::from_rsa_pem(pem.as_bytes())?,
+        Algorithm::RS256,
+    )?;
+    jwk.common.key_id = Some(KID.to_owned());
+    std::fs::write(dir.join("signing-key.pem"), &pem)?;
     std::fs::write(
         dir.join("jwks.json"),
         serde_json::to_string(&JwkSet { keys: vec![jwk] })?,
@@ -244,11 +293,24 @@ fn keygen(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
 
 /// What one simulated pod needs: its node, its identity and its token.
 struct Pod {
-    url: String,
+    path: String,
     workflow_uid: String,
     pod_name: String,
     pod_uid: String,
-    token: String,
+    authorization: HeaderValue,
+}
+
+/// One keep-alive HTTP/1.1 connection per worker, like a pod's own client: a lean client,
+/// so that the load generator leaves the cores to the server it measures.
+type Connection = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+async fn connect(authority: &str) -> Result<Connection, Error> {
+    let stream = tokio::net::TcpStream::connect(authority).await?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    // The connection ends with an error or with the server; the next send reconnects.
+    tokio::spawn(connection);
+    Ok(sender)
 }
 
 struct Generator {
@@ -256,14 +318,14 @@ struct Generator {
     minted: Vec<Pod>,
     run: Run,
     run_id: String,
-    key: EncodingKey,
-    header: Header,
-    client: reqwest::Client,
+    signer: Signer,
+    /// host:port of `run.url`.
+    authority: HeaderValue,
     outputs: String,
 }
 
 impl Generator {
-    fn pod(&self, index: u64) -> Result<Pod, jsonwebtoken::errors::Error> {
+    fn pod(&self, index: u64) -> Result<Pod, Error> {
         let workflow = format!("{}-{:05}", self.run_id, index / self.run.nodes_per_workflow);
         let hash = 1_000_000_000 + index;
         let pod_name = format!("{workflow}-main-{hash}");
@@ -275,16 +337,17 @@ impl Generator {
             pod_uid: &pod_uid,
         };
         let claims = TokenClaims::pod(ISSUER, AUDIENCE, &identity, Duration::from_secs(600));
-        let token = jsonwebtoken::encode(&self.header, &claims, &self.key)?;
+        let token = self.signer.sign(&claims)?;
+        let authorization = HeaderValue::try_from(format!("Bearer {token}"))?;
         Ok(Pod {
-            url: format!(
-                "{}/api/v1/namespaces/{}/workflows/{workflow}/nodes/{workflow}-{hash}/result",
-                self.run.url, self.run.namespace
+            path: format!(
+                "/api/v1/namespaces/{}/workflows/{workflow}/nodes/{workflow}-{hash}/result",
+                self.run.namespace
             ),
             workflow_uid: format!("{workflow}-uid"),
             pod_name,
             pod_uid,
-            token,
+            authorization,
         })
     }
 
@@ -311,27 +374,32 @@ impl Generator {
         })
     }
 
-    /// Sends one request; the status, or 0 when no answer came.
-    async fn send(&self, pod: &Pod, n: u64) -> u16 {
-        let Ok(body) = self.report(pod, n) else {
-            return 0;
+    /// Sends one request on `connection` (opened or reopened as needed); the status, or 0
+    /// when no answer came within 30 s.
+    async fn send(&self, connection: &mut Option<Connection>, pod: &Pod, n: u64) -> u16 {
+        let exchange = async {
+            let request = Request::put(&pod.path)
+                .header(HOST, &self.authority)
+                .header(AUTHORIZATION, &pod.authorization)
+                .header(CONTENT_TYPE, "application/json")
+                .body(Full::new(Bytes::from(self.report(pod, n)?)))?;
+            let sender = match connection.take() {
+                Some(sender) if !sender.is_closed() => connection.insert(sender),
+                _ => connection.insert(connect(self.authority.to_str()?).await?),
+            };
+            sender.ready().await?;
+            let response = sender.send_request(request).await?;
+            let status = response.status().as_u16();
+            // Read the whole body, so that the connection can carry the next request.
+            response.into_body().collect().await?;
+            Ok::<_, Error>(status)
         };
-        let sent = self
-            .client
-            .put(&pod.url)
-            .bearer_auth(&pod.token)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await;
-        match sent {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                // Read the body so that the connection is reused.
-                let _ = response.bytes().await;
-                status
+        match tokio::time::timeout(Duration::from_secs(30), exchange).await {
+            Ok(Ok(status)) => status,
+            _ => {
+                *connection = None;
+                0
             }
-            Err(_) => 0,
         }
     }
 }
@@ -386,9 +454,11 @@ struct Tally {
 }
 
 /// Mints the tokens of the first pods on every core, before the clock starts.
-fn premint(generator: &Generator) -> Result<Vec<Pod>, jsonwebtoken::errors::Error> {
+fn premint(generator: &Generator) -> Result<Vec<Pod>, Error> {
     let run = &generator.run;
-    let count = run.premint.unwrap_or((run.warmup + run.duration) * 12_000);
+    let count = run
+        .premint
+        .unwrap_or((run.warmup + run.duration) * 12_000 / run.reports_per_node);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
     let started = std::time::Instant::now();
     let chunks = std::thread::scope(|scope| {
@@ -418,8 +488,8 @@ fn premint(generator: &Generator) -> Result<Vec<Pod>, jsonwebtoken::errors::Erro
     Ok(chunks.into_iter().flatten().collect())
 }
 
-async fn load(run: Run) -> Result<Summary, Box<dyn std::error::Error>> {
-    let key = EncodingKey::from_ec_pem(&std::fs::read(&run.key)?)?;
+async fn load(run: Run) -> Result<Summary, Error> {
+    let signer = Signer::read(&run.key)?;
     let run_id = run.run_id.clone().unwrap_or_else(|| {
         let millis = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -427,19 +497,18 @@ async fn load(run: Run) -> Result<Summary, Box<dyn std::error::Error>> {
             .unwrap_or_default();
         format!("bench-{millis}")
     });
-    let client = reqwest::Client::builder()
-        .http1_only()
-        .pool_max_idle_per_host(run.concurrency)
-        .timeout(Duration::from_secs(30))
-        .build()?;
+    let url: Uri = run.url.parse()?;
+    let authority = match (url.scheme_str(), url.authority()) {
+        (Some("http"), Some(authority)) => HeaderValue::from_str(authority.as_str())?,
+        _ => return Err(format!("--url {} is not http://host:port", run.url).into()),
+    };
     let mut generator = Generator {
         minted: Vec::new(),
         outputs: argo_outputs(),
         run: run.clone(),
         run_id,
-        key,
-        header: header(),
-        client,
+        signer,
+        authority,
     };
     generator.minted = premint(&generator)?;
     let generator = Arc::new(generator);
@@ -461,6 +530,7 @@ async fn load(run: Run) -> Result<Summary, Box<dyn std::error::Error>> {
                     ..Tally::default()
                 };
                 let per_pod = generator.run.reports_per_node;
+                let mut connection = None;
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let first_slot = index * per_pod;
@@ -494,7 +564,7 @@ async fn load(run: Run) -> Result<Summary, Box<dyn std::error::Error>> {
                         if due >= end {
                             return tally;
                         }
-                        let status = generator.send(pod, n).await;
+                        let status = generator.send(&mut connection, pod, n).await;
                         if due >= measure_from {
                             let micros = due.elapsed().as_micros();
                             if let Some(histogram) = &mut tally.latencies {
