@@ -1,10 +1,12 @@
 //! Group commit: writes that arrive together share one transaction.
 //!
 //! Every write takes the revision counter's lock, so writes are serialized anyway; what a
-//! transaction costs is mostly its commit (an fsync). One writer thread gathers the writes
-//! queued while the previous transaction committed, up to `--batch-max` of them or for
-//! `--batch-wait`, and commits them together. Each caller is answered only after the
-//! commit, with the outcome its write alone would have had in that order.
+//! transaction costs is mostly its commit (an fsync) and its round trips. One writer thread
+//! commits together the writes queued while the previous transaction ran, up to
+//! `--batch-max` of them, at once: they have waited a transaction already. A write that
+//! finds the writer idle waits up to `--batch-wait` for others to join it. Each caller is
+//! answered only after the commit, with the outcome its write alone would have had in
+//! that order.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,7 +23,7 @@ use super::{ResultKey, StoreError, StoreResult, Written};
 pub struct Batching {
     /// Writes per transaction at most; 1 commits each write alone.
     pub max: usize,
-    /// How long the first write of a batch waits for others.
+    /// How long a write that finds the writer idle waits for others.
     pub wait: Duration,
 }
 
@@ -107,8 +109,15 @@ impl Queue {
 
 async fn writer(db: Db, mut queue: mpsc::Receiver<Pending>, batching: Batching) {
     let mut connection = WriterConnection::default();
-    while let Some(first) = queue.recv().await {
-        let batch = gather(first, &mut queue, batching).await;
+    loop {
+        let batch = match queue.try_recv() {
+            Ok(first) => drain(first, &mut queue, batching.max),
+            Err(mpsc::error::TryRecvError::Empty) => match queue.recv().await {
+                Some(first) => gather(first, &mut queue, batching).await,
+                None => break,
+            },
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
+        };
         let writes: Vec<&Write> = batch.iter().map(|p| &p.write).collect();
         match db.write_batch(&mut connection, &writes).await {
             Ok(outcomes) => {
@@ -143,6 +152,17 @@ async fn writer(db: Db, mut queue: mpsc::Receiver<Pending>, batching: Batching) 
             }
         }
     }
+}
+
+/// The first write and those queued behind it, up to `max`.
+fn drain(first: Pending, queue: &mut mpsc::Receiver<Pending>, max: usize) -> Vec<Pending> {
+    let mut batch = vec![first];
+    while batch.len() < max
+        && let Ok(pending) = queue.try_recv()
+    {
+        batch.push(pending);
+    }
+    batch
 }
 
 /// The first write and those that arrive within `batching.wait`, up to `batching.max`.

@@ -10,10 +10,17 @@ use sqlx::postgres::PgListener;
 use super::{ACQUIRE_TIMEOUT, StoreResult};
 use crate::feed::Notifier;
 
-/// Sent by every writing transaction; the channel is named after the schema, so that
-/// stores sharing a database do not wake each other.
-pub(super) const NOTIFY: &str = "SELECT pg_notify('argo_results.' || current_schema(), $1)";
-const CHANNEL: &str = "SELECT 'argo_results.' || current_schema()";
+/// The channel every writing transaction notifies, named after the schema, so that stores
+/// sharing a database do not wake each other.
+macro_rules! channel {
+    () => {
+        "'argo_results.' || current_schema()"
+    };
+}
+pub(super) use channel;
+
+pub(super) const NOTIFY: &str = concat!("SELECT pg_notify(", channel!(), ", $1)");
+const CHANNEL: &str = concat!("SELECT ", channel!());
 const READ_HEAD: &str = "SELECT revision FROM store_state WHERE id = 1";
 /// Pause before listening again after the connection failed.
 const RELISTEN_AFTER: Duration = Duration::from_secs(1);
