@@ -141,7 +141,8 @@ pub struct Config {
           value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub batch_max: u16,
 
-    /// How long the first write of a transaction waits for others to join it (at most 1s).
+    /// How long a write that finds the writer idle waits for others to join its
+    /// transaction (at most 1s); writes queued behind a transaction go at once.
     #[arg(long, env = "ARGO_RESULTS_BATCH_WAIT", default_value = "2ms", value_parser = parse_batch_wait)]
     pub batch_wait: Duration,
 

@@ -42,7 +42,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-say() { printf '==> %s\n' "$*" >&2; }
+say() { printf '==> [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 psql_admin() { psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -d postgres -v ON_ERROR_STOP=1 "$@"; }
 fresh_db() {
   psql_admin -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null

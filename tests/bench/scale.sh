@@ -41,7 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-say() { printf '==> %s\n' "$*" >&2; }
+say() { printf '==> [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 sql() { psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -v ON_ERROR_STOP=1 "$@"; }
 # Each measurement starts with Postgres' dirty pages written out, so that none pays for
 # the writes of the one before.
