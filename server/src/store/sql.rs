@@ -102,8 +102,8 @@ const DELETE_EXPIRED: &str = "DELETE FROM results WHERE (namespace, workflow_uid
      (SELECT namespace, workflow_uid, node_id FROM results WHERE updated_at < $1 \
      ORDER BY updated_at LIMIT $2) RETURNING namespace, workflow, workflow_uid, node_id";
 // A batch's rows travel as one JSON parameter, so each of these statements is one fixed
-// text that stays prepared on the connection whatever the batch size, and costs one round
-// trip.
+// text whatever the batch size, prepared once on the connection (but for the Postgres
+// lookup, planned afresh for every batch: see `load_many`).
 macro_rules! upsert_results {
     ($select:expr) => {
         concat!(
@@ -147,7 +147,8 @@ const RECORD_POSTGRES: &str = "INSERT INTO changes (revision, namespace, item, r
      SELECT revision, namespace, item, recorded_at \
      FROM json_populate_recordset(NULL::changes, $1::json)";
 /// A batch's rows ($1), its changes ($2) and the new head ($3) in one statement, with the
-/// notification of the other replicas: one round trip where four statements took four.
+/// notification of the other replicas: one round trip where four statements took
+/// four round trips.
 const WRITE_POSTGRES: &str = concat!(
     "WITH upserted AS (",
     upsert_results!(concat!(
@@ -242,11 +243,11 @@ async fn load_many(
         Dialect::Postgres => LOAD_POSTGRES,
         Dialect::Sqlite => LOAD_SQLITE,
     };
-    // Planned afresh for every batch: a plan cached while `results` was small would scan
-    // it whole for every batch until autovacuum analyzes it (and a long-lived connection
-    // would keep that plan).
+    // On Postgres, planned afresh for every batch: a plan cached while `results` was small
+    // would scan it whole for every batch until autovacuum analyzes it (and the writer's
+    // long-lived connection would keep that plan).
     let rows = sqlx::query(sql)
-        .persistent(false)
+        .persistent(dialect == Dialect::Sqlite)
         .bind(to_json(&identities)?)
         .fetch_all(tx)
         .await?;

@@ -184,7 +184,7 @@ struct Run {
     namespace: String,
     /// Pods whose tokens are minted before the clock starts, as the kubelet mints them
     /// before the wait container runs; past them, loadgen mints as it goes (and competes
-    /// with the server for CPU) [default: 12,000 requests per second of warmup and duration].
+    /// with the server for CPU) [default: enough for 12,000 requests per second of warmup and duration].
     #[arg(long)]
     premint: Option<u64>,
     /// Prefix of workflow names; distinct runs must use distinct ones [default: from the
@@ -375,7 +375,7 @@ impl Generator {
     }
 
     /// Sends one request on `connection` (opened or reopened as needed); the status, or 0
-    /// when no answer came within 30 s.
+    /// when none came: the request could not be sent, or no answer within 30 s.
     async fn send(&self, connection: &mut Option<Connection>, pod: &Pod, n: u64) -> u16 {
         let exchange = async {
             let request = Request::put(&pod.path)
@@ -383,11 +383,22 @@ impl Generator {
                 .header(AUTHORIZATION, &pod.authorization)
                 .header(CONTENT_TYPE, "application/json")
                 .body(Full::new(Bytes::from(self.report(pod, n)?)))?;
-            let sender = match connection.take() {
-                Some(sender) if !sender.is_closed() => connection.insert(sender),
-                _ => connection.insert(connect(self.authority.to_str()?).await?),
+            // A kept connection the server has closed fails `ready` before anything is sent:
+            // the request goes on a new one.
+            let mut kept = connection.take();
+            if let Some(sender) = &mut kept
+                && sender.ready().await.is_err()
+            {
+                kept = None;
+            }
+            let sender = match kept {
+                Some(sender) => connection.insert(sender),
+                None => {
+                    let mut fresh = connect(self.authority.to_str()?).await?;
+                    fresh.ready().await?;
+                    connection.insert(fresh)
+                }
             };
-            sender.ready().await?;
             let response = sender.send_request(request).await?;
             let status = response.status().as_u16();
             // Read the whole body, so that the connection can carry the next request.
@@ -498,8 +509,12 @@ async fn load(run: Run) -> Result<Summary, Error> {
         format!("bench-{millis}")
     });
     let url: Uri = run.url.parse()?;
-    let authority = match (url.scheme_str(), url.authority()) {
-        (Some("http"), Some(authority)) => HeaderValue::from_str(authority.as_str())?,
+    let authority = match (url.scheme_str(), url.authority(), url.path()) {
+        (Some("http"), Some(authority), "/")
+            if authority.port_u16().is_some() && !authority.as_str().contains('@') =>
+        {
+            HeaderValue::from_str(authority.as_str())?
+        }
         _ => return Err(format!("--url {} is not http://host:port", run.url).into()),
     };
     let mut generator = Generator {
