@@ -111,7 +111,7 @@ impl Reader {
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Signs RS256 tokens with a key parsed once. (jsonwebtoken parses and checks the private
-/// key again for every signature, which costs twice the signature itself.)
+/// key again for every signature, which costs more than the signature itself.)
 struct Signer {
     key: KeyPair,
     /// The encoded JWT header, the same for every token.
@@ -184,7 +184,8 @@ struct Run {
     namespace: String,
     /// Pods whose tokens are minted before the clock starts, as the kubelet mints them
     /// before the wait container runs; past them, loadgen mints as it goes (and competes
-    /// with the server for CPU) [default: enough for 12,000 requests per second of warmup and duration].
+    /// with the server for CPU) [default: enough for 12,000 requests per second of warmup
+    /// and duration].
     #[arg(long)]
     premint: Option<u64>,
     /// Prefix of workflow names; distinct runs must use distinct ones [default: from the
