@@ -17,13 +17,9 @@
 # Debian's etcd-server and etcd-client when missing. Prints a table, then as its last
 # line one JSON object. Knobs: CONCURRENCY (64), DURATION (20 s), PGPORT, PGUSER.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/common.sh"
 
-concurrency=${CONCURRENCY:-64}
 duration=${DURATION:-20}
-pghost=127.0.0.1
-pgport=${PGPORT:-5432}
-pguser=${PGUSER:-postgres}
 service_db=argo_results_bench
 pgbench_db=argo_results_pgbench
 etcd_client=127.0.0.1:23790
@@ -36,23 +32,17 @@ cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   for db in "$service_db" "$pgbench_db"; do
-    psql_admin -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+    sql -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
   done
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-say() { printf '==> [%3ds] %s\n' "$SECONDS" "$*" >&2; }
-psql_admin() { psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -d postgres -v ON_ERROR_STOP=1 "$@"; }
 fresh_db() {
-  psql_admin -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
+  sql -d postgres -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
 }
-# Each measurement starts with Postgres' dirty pages written out, so that none pays for
-# the one before it.
-quiesce() { psql_admin -c CHECKPOINT >/dev/null; sync; sleep 2; }
 
-say "release build"
-cargo build --release --quiet -p argo-results-server -p argo-results-tests --bin argo-results-server --bin loadgen
+build
 server_bin=target/release/argo-results-server
 loadgen_bin=target/release/loadgen
 "$loadgen_bin" keygen "$work/keys"
@@ -88,17 +78,16 @@ say "loadgen again, three reports per pod: the token cache at work (10 s)"
 per_pod=$("$loadgen_bin" run --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" \
   --concurrency "$concurrency" --duration 10 --warmup 2 --reports-per-node 3 --run-id per-pod)
 rss_kib=$(cat "$work/rss_kib" 2>/dev/null || echo 0)
-stored=$(psql -X -qtA -h "$pghost" -p "$pgport" -U "$pguser" -d "$service_db" \
+stored=$(sql -tA -d "$service_db" \
   -c "SELECT COUNT(*) FROM results")
 kill "$server_pid" 2>/dev/null || true
 wait "$server_pid" 2>/dev/null || true
-psql_admin -c "DROP DATABASE $service_db" >/dev/null
+sql -d postgres -c "DROP DATABASE $service_db" >/dev/null
 
 # --- baseline 1: pgbench ------------------------------------------------------------------
 say "pgbench: single-row upsert of the same payload, $concurrency clients, ${duration}s"
 fresh_db "$pgbench_db"
-psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -d "$pgbench_db" -v ON_ERROR_STOP=1 \
-  -f migrations/postgres/0001_results.sql >/dev/null
+sql -d "$pgbench_db" -f migrations/postgres/0001_results.sql >/dev/null
 quiesce
 # The outputs loadgen sends, quoted for SQL.
 payload=$("$loadgen_bin" outputs | sed "s/'/''/g")
@@ -117,7 +106,7 @@ pgbench_out=$(pgbench -n -h "$pghost" -p "$pgport" -U "$pguser" -c "$concurrency
   -T "$duration" -f "$work/upsert.sql" "$pgbench_db" 2>&1)
 pgbench_tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$pgbench_out" | head -n 1)
 [[ -n $pgbench_tps ]] || { echo "$pgbench_out" >&2; echo "pgbench printed no tps" >&2; exit 1; }
-psql_admin -c "DROP DATABASE $pgbench_db" >/dev/null
+sql -d postgres -c "DROP DATABASE $pgbench_db" >/dev/null
 
 # --- baseline 2: etcd ---------------------------------------------------------------------
 if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then

@@ -16,15 +16,11 @@
 # Needs what tests/bench/run.sh needs (Postgres on 127.0.0.1:5432, psql). Prints a table,
 # then one JSON line. Knobs: CONCURRENCY (64), DURATION (15 s), PGPORT, PGUSER.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/common.sh"
 
 results=1000000
 [[ ${1:-} == --10m ]] && results=10000000
-concurrency=${CONCURRENCY:-64}
 duration=${DURATION:-15}
-pghost=127.0.0.1
-pgport=${PGPORT:-5432}
-pguser=${PGUSER:-postgres}
 db=argo_results_scale
 port=18481
 reader=system:serviceaccount:argo:argo-server
@@ -35,17 +31,10 @@ cleanup() {
   if [[ -n $server_pid ]]; then kill "$server_pid" 2>/dev/null || true; fi
   wait 2>/dev/null || true
   # The pre-filled database is 3 GB (30 GB with --10m): never leave it behind.
-  psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -d postgres \
-    -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+  sql -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-say() { printf '==> [%3ds] %s\n' "$SECONDS" "$*" >&2; }
-sql() { psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -v ON_ERROR_STOP=1 "$@"; }
-# Each measurement starts with Postgres' dirty pages written out, so that none pays for
-# the writes of the one before.
-quiesce() { sql -d postgres -c CHECKPOINT >/dev/null; sync; sleep 2; }
 
 start_server() {
   target/release/argo-results-server --database-url "postgres://$pguser@$pghost:$pgport/$db" \
@@ -63,8 +52,7 @@ ingest() {
 }
 reading() { echo --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" --subject "$reader"; }
 
-say "release build"
-cargo build --release --quiet -p argo-results-server -p argo-results-tests --bin argo-results-server --bin loadgen
+build
 target/release/loadgen keygen "$work/keys"
 sql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
 

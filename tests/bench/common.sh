@@ -1,0 +1,20 @@
+# What tests/bench/run.sh and scale.sh share: sourced, not run. From the repository's root:
+# Postgres' address (PGPORT, PGUSER), the load's concurrency (CONCURRENCY), and helpers.
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+concurrency=${CONCURRENCY:-64}
+pghost=127.0.0.1
+pgport=${PGPORT:-5432}
+pguser=${PGUSER:-postgres}
+
+say() { printf '==> [%3ds] %s\n' "$SECONDS" "$*" >&2; }
+# psql on the benchmark's Postgres, stopping at the first error; give -d.
+sql() { psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -v ON_ERROR_STOP=1 "$@"; }
+# Each measurement starts with Postgres' dirty pages written out, so that none pays for
+# the writes of the one before.
+quiesce() { sql -d postgres -c CHECKPOINT >/dev/null; sync; sleep 2; }
+build() {
+  say "release build"
+  cargo build --release --quiet -p argo-results-server -p argo-results-tests \
+    --bin argo-results-server --bin loadgen
+}
