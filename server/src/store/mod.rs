@@ -7,6 +7,7 @@
 //! Writes of many requests share a transaction ([`group_commit`]) without changing what
 //! any of them decides.
 
+mod bulk;
 mod group_commit;
 mod postgres;
 mod row;

@@ -8,7 +8,7 @@ use sqlx::any::AnyRow;
 use super::{ResultKey, StoreError};
 use crate::clock::format_millis;
 
-/// The columns of `results`, in the order [`Row::decode`] and the upsert use.
+/// The columns of `results`, in the order the upsert binds them.
 macro_rules! result_columns {
     () => {
         "namespace, workflow_uid, node_id, workflow, pod_name, pod_uid, instance_id, state, \
@@ -18,8 +18,8 @@ macro_rules! result_columns {
 }
 pub(super) use result_columns;
 
-/// Serialized with the column names, for the batch statements' JSON parameter.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// A row of `results`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Row {
     pub namespace: String,
     pub workflow_uid: String,

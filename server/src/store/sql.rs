@@ -18,6 +18,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, Connection as _, Row as _, Transaction};
 use tokio::sync::watch;
 
+use super::bulk::{self, Change};
 use super::group_commit::{Batching, Queue, Write};
 use super::row::{Row, result_columns};
 use super::rules::{self, Decision};
@@ -101,36 +102,6 @@ const SET_PRUNED: &str =
 const DELETE_EXPIRED: &str = "DELETE FROM results WHERE (namespace, workflow_uid, node_id) IN \
      (SELECT namespace, workflow_uid, node_id FROM results WHERE updated_at < $1 \
      ORDER BY updated_at LIMIT $2) RETURNING namespace, workflow, workflow_uid, node_id";
-// A batch's rows travel as one JSON parameter, so each of these statements is one fixed
-// text whatever the batch size, prepared once on the connection (but for the Postgres
-// lookup, planned afresh for every batch: see `load_many`).
-macro_rules! upsert_results {
-    ($select:expr) => {
-        concat!(
-            "INSERT INTO results (",
-            result_columns!(),
-            ") ",
-            $select,
-            " ON CONFLICT (namespace, workflow_uid, node_id) DO UPDATE SET \
-             workflow = excluded.workflow, pod_name = excluded.pod_name, \
-             pod_uid = excluded.pod_uid, instance_id = excluded.instance_id, \
-             state = excluded.state, phase = excluded.phase, message = excluded.message, \
-             progress = excluded.progress, outputs = excluded.outputs, \
-             sequence = excluded.sequence, revision = excluded.revision, \
-             updated_at = excluded.updated_at, completed_at = excluded.completed_at, \
-             abandon_reason = excluded.abandon_reason"
-        )
-    };
-}
-// SQLite needs the WHERE to read ON CONFLICT as the upsert clause.
-const UPSERT_SQLITE: &str = upsert_results!(
-    "SELECT value ->> 'namespace', value ->> 'workflow_uid', value ->> 'node_id', \
-     value ->> 'workflow', value ->> 'pod_name', value ->> 'pod_uid', value ->> 'instance_id', \
-     value ->> 'state', value ->> 'phase', value ->> 'message', value ->> 'progress', \
-     value ->> 'outputs', value ->> 'sequence', value ->> 'revision', \
-     value ->> 'created_revision', value ->> 'created_at', value ->> 'updated_at', \
-     value ->> 'completed_at', value ->> 'abandon_reason' FROM json_each($1) WHERE true"
-);
 const LOAD_POSTGRES: &str = concat!(
     "SELECT ",
     result_columns!(),
@@ -143,30 +114,6 @@ const LOAD_SQLITE: &str = concat!(
     " FROM results WHERE (namespace, workflow_uid, node_id) IN \
      (SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each($1))"
 );
-const RECORD_POSTGRES: &str = "INSERT INTO changes (revision, namespace, item, recorded_at) \
-     SELECT revision, namespace, item, recorded_at \
-     FROM json_populate_recordset(NULL::changes, $1::json)";
-/// A batch's rows ($1), its changes ($2) and the new head ($3) in one statement, with the
-/// notification of the other replicas: one round trip where four statements took
-/// four round trips.
-const WRITE_POSTGRES: &str = concat!(
-    "WITH upserted AS (",
-    upsert_results!(concat!(
-        "SELECT ",
-        result_columns!(),
-        " FROM json_populate_recordset(NULL::results, $1::json)"
-    )),
-    "), recorded AS (INSERT INTO changes (revision, namespace, item, recorded_at) \
-     SELECT revision, namespace, item, recorded_at \
-     FROM json_populate_recordset(NULL::changes, $2::json)), \
-     head AS (UPDATE store_state SET revision = $3 WHERE id = 1) \
-     SELECT pg_notify(",
-    postgres::channel!(),
-    ", $3::text)"
-);
-const RECORD_SQLITE: &str = "INSERT INTO changes (revision, namespace, item, recorded_at) \
-     SELECT value ->> 'revision', value ->> 'namespace', value ->> 'item', \
-     value ->> 'recorded_at' FROM json_each($1)";
 const SELECT_BY_KEY: &str = concat!(
     "SELECT ",
     result_columns!(),
@@ -254,19 +201,9 @@ async fn load_many(
     rows.iter().map(Row::decode).collect()
 }
 
-/// A row of `changes`, as the batch parameter carries it.
-#[derive(serde::Serialize)]
-struct Change<'a> {
-    revision: i64,
-    namespace: &'a str,
-    /// The feed item's JSON text.
-    item: String,
-    recorded_at: i64,
-}
-
-/// The batch parameter of `changes` rows.
-fn changes_json(items: &[FeedItem], now: i64) -> StoreResult<String> {
-    let changes = items
+/// The feed's rows for `items`.
+fn changes(items: &[FeedItem], now: i64) -> StoreResult<Vec<Change<'_>>> {
+    items
         .iter()
         .map(|item| {
             Ok(Change {
@@ -276,24 +213,20 @@ fn changes_json(items: &[FeedItem], now: i64) -> StoreResult<String> {
                 recorded_at: now,
             })
         })
-        .collect::<StoreResult<Vec<_>>>()?;
-    to_json(&changes)
+        .collect()
 }
 
-async fn record_many(
-    tx: &mut AnyConnection,
-    dialect: Dialect,
-    items: &[FeedItem],
-    now: i64,
-) -> StoreResult<()> {
-    let sql = match dialect {
-        Dialect::Postgres => RECORD_POSTGRES,
-        Dialect::Sqlite => RECORD_SQLITE,
-    };
-    sqlx::query(sql)
-        .bind(changes_json(items, now)?)
-        .execute(tx)
-        .await?;
+async fn record_many(tx: &mut AnyConnection, items: &[FeedItem], now: i64) -> StoreResult<()> {
+    let changes = changes(items, now)?;
+    for chunk in changes.chunks(bulk::CHANGES_PER_STATEMENT) {
+        let sql = bulk::record_statement(chunk.len());
+        let query = sqlx::query(&sql).persistent(bulk::prepared(chunk.len()));
+        chunk
+            .iter()
+            .fold(query, bulk::bind_change)
+            .execute(&mut *tx)
+            .await?;
+    }
     Ok(())
 }
 
@@ -527,22 +460,28 @@ impl Db {
             .collect();
         match self.dialect {
             Dialect::Postgres => {
-                sqlx::query(WRITE_POSTGRES)
-                    .bind(to_json(&last)?)
-                    .bind(changes_json(&changes, now)?)
-                    .bind(head)
+                let changes = self::changes(&changes, now)?;
+                let sql = bulk::write_postgres_statement(last.len(), changes.len());
+                let query = sqlx::query(&sql).persistent(bulk::prepared(changes.len()));
+                let query = last
+                    .iter()
+                    .fold(query.bind(head), |query, row| bulk::bind_row(query, row));
+                changes
+                    .iter()
+                    .fold(query, bulk::bind_change)
                     .execute(&mut *tx)
                     .await?;
                 tx.commit().await?;
                 self.notifier.publish(head);
             }
             Dialect::Sqlite => {
-                let rows = to_json(&last)?;
-                sqlx::query(UPSERT_SQLITE)
-                    .bind(rows)
+                let sql = bulk::upsert_statement(last.len());
+                let query = sqlx::query(&sql).persistent(bulk::prepared(last.len()));
+                last.iter()
+                    .fold(query, |query, row| bulk::bind_row(query, row))
                     .execute(&mut *tx)
                     .await?;
-                record_many(&mut tx, self.dialect, &changes, now).await?;
+                record_many(&mut tx, &changes, now).await?;
                 self.commit(tx, head).await?;
             }
         }
@@ -664,7 +603,7 @@ impl Db {
                 node_id,
             })
             .collect();
-        record_many(&mut tx, self.dialect, &tombstones, now_millis()).await?;
+        record_many(&mut tx, &tombstones, now_millis()).await?;
         let deleted = tombstones.len() as u64;
         self.commit(tx, head + deleted as i64).await?;
         Ok(deleted)
@@ -764,7 +703,7 @@ impl Db {
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()?;
-            record_many(&mut tx, self.dialect, &tombstones, now_millis()).await?;
+            record_many(&mut tx, &tombstones, now_millis()).await?;
             self.commit(tx, head + tombstones.len() as i64).await?;
             expired += tombstones.len() as u64;
         }
