@@ -4,12 +4,13 @@
 use argo_results_client::proto::ProblemCode;
 use argo_results_client::{Answer, ClientError};
 use argo_results_proto::NodeResult;
-use argo_results_tests::fixtures::{NS, WF, outputs, step};
+use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
 use argo_results_tests::{Backend, TestServer};
 
 on_both_backends!(
     writes_sharing_a_transaction_get_their_own_outcomes,
     a_write_that_breaks_the_batch_fails_alone,
+    large_batches_and_deletions_lose_nothing,
 );
 
 /// A long wait gathers every write sent at once into one transaction, even on a busy
@@ -186,5 +187,74 @@ async fn a_write_that_breaks_the_batch_fails_alone(backend: Backend) {
     assert!(
         metrics.contains("argo_results_store_errors_total{kind=\"database\"}"),
         "{metrics}"
+    );
+}
+
+/// Transactions of more writes than the writer keeps a statement prepared for (64), and a
+/// deletion recording more tombstones than one statement carries (1,000): every row and
+/// every change lands, each change with a revision of its own.
+async fn large_batches_and_deletions_lose_nothing(backend: Backend) {
+    const NODES: u32 = 1_100;
+    let all = i64::from(NODES);
+    const AT_ONCE: usize = 200;
+    let server = TestServer::start_with(backend, GATHER).await;
+    let controller = server.controller();
+    let nodes: Vec<u32> = (0..NODES).collect();
+    for wave in nodes.chunks(AT_ONCE) {
+        let sent: Vec<_> = wave
+            .iter()
+            .map(|&i| {
+                let (controller, s) = (controller.clone(), step(i));
+                tokio::spawn(async move {
+                    controller
+                        .expect(NS, WF, &s.node_id, &s.expectation())
+                        .await
+                })
+            })
+            .collect();
+        for answer in sent {
+            assert_eq!(
+                answer.await.expect("task").expect("expectation").status,
+                201
+            );
+        }
+    }
+    let text = server.get("/metrics", None).await.text;
+    let metric = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .map(|value: f64| value as u64)
+            .unwrap_or_else(|| panic!("{name} in:\n{text}"))
+    };
+    let transactions = metric("argo_results_store_batch_writes_count");
+    let up_to_64 = metric("argo_results_store_batch_writes_bucket{le=\"64.0\"}");
+    assert!(transactions > up_to_64, "no batch above 64 writes:\n{text}");
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, all);
+    assert_eq!(
+        server
+            .count("SELECT COUNT(DISTINCT revision) FROM changes")
+            .await,
+        all
+    );
+    let before = server.count("SELECT MAX(revision) FROM changes").await;
+
+    let deleted = controller
+        .delete_results(NS, WF, UID)
+        .await
+        .expect("delete");
+    assert_eq!(deleted.deleted, u64::from(NODES));
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 0);
+    let tombstones = format!(
+        "SELECT COUNT(*) FROM changes WHERE revision > {before} \
+         AND item LIKE '%\"type\":\"deleted\"%'"
+    );
+    assert_eq!(server.count(&tombstones).await, all);
+    assert_eq!(
+        server
+            .count(&format!(
+                "SELECT MAX(revision) - MIN(revision) + 1 FROM changes WHERE revision > {before}"
+            ))
+            .await,
+        all
     );
 }
