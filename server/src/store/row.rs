@@ -8,7 +8,7 @@ use sqlx::any::AnyRow;
 use super::{ResultKey, StoreError};
 use crate::clock::format_millis;
 
-/// The columns of `results`, in the order the upsert binds them.
+/// The columns of `results`, in the order the upsert binds them (`bulk::bind_row`).
 macro_rules! result_columns {
     () => {
         "namespace, workflow_uid, node_id, workflow, pod_name, pod_uid, instance_id, state, \

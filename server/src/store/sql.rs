@@ -201,8 +201,8 @@ async fn load_many(
     rows.iter().map(Row::decode).collect()
 }
 
-/// The feed's rows for `items`.
-fn changes(items: &[FeedItem], now: i64) -> StoreResult<Vec<Change<'_>>> {
+/// The rows of `changes` that record `items`.
+fn change_rows(items: &[FeedItem], now: i64) -> StoreResult<Vec<Change<'_>>> {
     items
         .iter()
         .map(|item| {
@@ -216,9 +216,10 @@ fn changes(items: &[FeedItem], now: i64) -> StoreResult<Vec<Change<'_>>> {
         .collect()
 }
 
+/// Records `items` in the feed, in statements of at most 1,000 changes.
 async fn record_many(tx: &mut AnyConnection, items: &[FeedItem], now: i64) -> StoreResult<()> {
-    let changes = changes(items, now)?;
-    for chunk in changes.chunks(bulk::CHANGES_PER_STATEMENT) {
+    let records = change_rows(items, now)?;
+    for chunk in records.chunks(bulk::CHANGES_PER_STATEMENT) {
         let sql = bulk::record_statement(chunk.len());
         let query = sqlx::query(&sql).persistent(bulk::prepared(chunk.len()));
         chunk
@@ -460,13 +461,13 @@ impl Db {
             .collect();
         match self.dialect {
             Dialect::Postgres => {
-                let changes = self::changes(&changes, now)?;
-                let sql = bulk::write_postgres_statement(last.len(), changes.len());
-                let query = sqlx::query(&sql).persistent(bulk::prepared(changes.len()));
+                let records = change_rows(&changes, now)?;
+                let sql = bulk::write_postgres_statement(last.len(), records.len());
+                let query = sqlx::query(&sql).persistent(bulk::prepared(records.len()));
                 let query = last
                     .iter()
                     .fold(query.bind(head), |query, row| bulk::bind_row(query, row));
-                changes
+                records
                     .iter()
                     .fold(query, bulk::bind_change)
                     .execute(&mut *tx)
