@@ -19,15 +19,17 @@ const ROW_WIDTH: usize = 19;
 const CHANGE_WIDTH: usize = 4;
 
 /// Changes per statement when a deletion records many: 4,000 parameters, well within both
-/// databases' limits (32,766 on SQLite). A batch of writes records at most `--batch-max`
-/// (1,000), so its one statement stays within them too.
+/// databases' limits (32,766 on SQLite, 65,535 on Postgres). A batch of writes has at most
+/// `--batch-max` (1,000) rows and changes: 19,000 parameters for SQLite's upsert, 23,001
+/// for Postgres' one statement.
 pub(super) const CHANGES_PER_STATEMENT: usize = 1000;
 
 /// Statements of up to this many rows are prepared once and kept by the connection. A
-/// prepared statement holds about 7 KiB of Postgres' memory per row, so keeping every size
-/// up to `--batch-max` (1,000) could hold hundreds of MB; larger batches (more than 64
-/// writes queued at once) are planned afresh instead. Every size up to 64, once seen,
-/// holds about 15 MB; sqlx keeps at most 100 statements per connection.
+/// prepared statement holds 6 to 7 KiB of Postgres' memory per row (a 128-row upsert,
+/// 713 KiB), so keeping every size up to `--batch-max` (1,000) could hold hundreds of MB;
+/// larger batches (more than 64 writes queued at once) are planned afresh instead. Every
+/// size up to 64, once seen, holds 12 to 15 MB; sqlx keeps at most 100 statements per
+/// connection.
 const PREPARED_ROWS_MAX: usize = 64;
 
 /// Whether a statement of `rows` rows is worth keeping prepared.
