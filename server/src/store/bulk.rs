@@ -2,8 +2,8 @@
 //! column. Each value travels as itself (outputs as raw text, numbers as numbers), so the
 //! database parses nothing; packing the rows into one JSON parameter made Postgres unescape
 //! every byte of every result twice (the row's outputs and the feed item), a fifth of its
-//! time under load. A statement text is fixed per row count, so a connection prepares each
-//! common batch size once.
+//! time under load. A statement's text is fixed by its numbers of rows, so a connection
+//! prepares each common batch size once.
 
 use std::fmt::Write as _;
 
@@ -25,11 +25,11 @@ const CHANGE_WIDTH: usize = 4;
 pub(super) const CHANGES_PER_STATEMENT: usize = 1000;
 
 /// Statements of up to this many rows are prepared once and kept by the connection. A
-/// prepared statement holds 6 to 7 KiB of Postgres' memory per row (a 128-row upsert,
-/// 713 KiB), so keeping every size up to `--batch-max` (1,000) could hold hundreds of MB;
-/// larger batches (more than 64 writes queued at once) are planned afresh instead. Every
-/// size up to 64, once seen, holds 12 to 15 MB; sqlx keeps at most 100 statements per
-/// connection.
+/// prepared 128-row upsert holds 713 KiB of Postgres' memory, about 5.6 KiB per row, so
+/// keeping every size up to `--batch-max` (1,000) could hold hundreds of MB; larger
+/// batches (more than 64 writes queued at once) are planned afresh instead, at the cost of
+/// a Parse round trip. The upserts of every size up to 64 hold about 12 MB; sqlx keeps at
+/// most 100 statements per connection.
 const PREPARED_ROWS_MAX: usize = 64;
 
 /// Whether a statement of `rows` rows is worth keeping prepared.
