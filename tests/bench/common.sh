@@ -1,4 +1,4 @@
-# What tests/bench/run.sh and scale.sh share: sourced, not run. From the repository's root:
+# What tests/bench/run.sh, scale.sh and floors.sh share: sourced, not run. From the repository's root:
 # Postgres' address (PGPORT, PGUSER), the load's concurrency (CONCURRENCY), and helpers.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -10,6 +10,8 @@ pguser=${PGUSER:-postgres}
 say() { printf '==> [%3ds] %s\n' "$SECONDS" "$*" >&2; }
 # psql on the benchmark's Postgres, stopping at the first error; give -d.
 sql() { psql -X -q -h "$pghost" -p "$pgport" -U "$pguser" -v ON_ERROR_STOP=1 "$@"; }
+# An empty database named $1, dropped first if it exists.
+fresh_db() { sql -d postgres -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null; }
 # Each measurement starts with Postgres' dirty pages written out, so that none pays for
 # the writes of the one before.
 quiesce() { sql -d postgres -c CHECKPOINT >/dev/null; sync; sleep 2; }

@@ -34,9 +34,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fresh_db() {
-  sql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
-}
 
 build
 target/release/loadgen keygen "$work/keys"
@@ -49,7 +46,7 @@ fi
 
 # --- the HTTP stack -------------------------------------------------------------------------
 say "wrk on /healthz: 64 connections, 10 s"
-fresh_db
+fresh_db "$db"
 target/release/argo-results-server --database-url "postgres://$pguser@$pghost:$pgport/$db" \
   --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --log-format json \
   >"$work/server.out" 2>"$work/server.log" &
@@ -76,7 +73,7 @@ rsa_verifies=$(openssl speed -seconds 3 rsa2048 2>/dev/null | awk '
 # --- Postgres doing the writer's work -------------------------------------------------------
 payload=$(target/release/loadgen outputs | sed "s/'/''/g")
 writer() { # $1: "feed" to record the feed items too
-  fresh_db
+  fresh_db "$db"
   for migration in migrations/postgres/*.sql; do sql -d "$db" -f "$migration" >/dev/null; done
   {
     echo "BEGIN;"

@@ -38,10 +38,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fresh_db() {
-  sql -d postgres -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
-}
-
 build
 server_bin=target/release/argo-results-server
 loadgen_bin=target/release/loadgen

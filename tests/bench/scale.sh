@@ -54,7 +54,7 @@ reading() { echo --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pe
 
 build
 target/release/loadgen keygen "$work/keys"
-sql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+fresh_db "$db"
 
 say "ingest on an empty database (${duration}s)"
 quiesce

@@ -17,18 +17,20 @@ on_both_backends!(
 /// machine.
 const GATHER: &[&str] = &["--batch-wait", "500ms", "--batch-max", "1000"];
 
+/// The value of the sample `name` (with its labels) in a `/metrics` text.
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .map(|value: f64| value as u64)
+        .unwrap_or_else(|| panic!("{name} in:\n{text}"))
+}
+
 /// `(transactions, writes)` from `argo_results_store_batch_writes`.
 async fn batches(server: &TestServer) -> (u64, u64) {
     let text = server.get("/metrics", None).await.text;
-    let value = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .map(|value: f64| value as u64)
-            .unwrap_or_else(|| panic!("{name} in:\n{text}"))
-    };
     (
-        value("argo_results_store_batch_writes_count"),
-        value("argo_results_store_batch_writes_sum"),
+        metric(&text, "argo_results_store_batch_writes_count"),
+        metric(&text, "argo_results_store_batch_writes_sum"),
     )
 }
 
@@ -220,18 +222,12 @@ async fn large_batches_and_deletions_lose_nothing(backend: Backend) {
         }
     }
     let text = server.get("/metrics", None).await.text;
-    let metric = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .map(|value: f64| value as u64)
-            .unwrap_or_else(|| panic!("{name} in:\n{text}"))
-    };
-    let transactions = metric("argo_results_store_batch_writes_count");
-    let up_to_64 = metric("argo_results_store_batch_writes_bucket{le=\"64.0\"}");
+    let (transactions, writes) = batches(&server).await;
+    let up_to_64 = metric(&text, "argo_results_store_batch_writes_bucket{le=\"64.0\"}");
     assert!(transactions > up_to_64, "no batch above 64 writes:\n{text}");
     // A batch that failed is counted, then each of its writes again, alone.
     assert_eq!(
-        metric("argo_results_store_batch_writes_sum"),
+        writes,
         u64::from(NODES),
         "a batch was retried:\n{}",
         server.log()
