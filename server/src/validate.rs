@@ -38,10 +38,10 @@ const PHASES: [&str; 7] = [
     "Omitted",
 ];
 
-fn is_label(part: &str) -> bool {
+/// A run of lowercase letters, digits and '-' that starts and ends with a letter or digit.
+fn is_dns_part(part: &str) -> bool {
     let bytes = part.as_bytes();
     !bytes.is_empty()
-        && bytes.len() <= 63
         && bytes
             .iter()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
@@ -51,27 +51,31 @@ fn is_label(part: &str) -> bool {
 
 /// A DNS-1123 label: a namespace.
 pub fn dns_label(field: &str, value: &str) -> Result<(), FieldError> {
-    if is_label(value) {
+    if value.len() <= 63 && is_dns_part(value) {
         Ok(())
     } else {
         fail(
             field,
             format!(
-                "{value:?} is not a DNS-1123 label (lowercase letters, digits and '-', at most 63)"
+                "{value:?} is not a DNS-1123 label (lowercase letters, digits and '-', \
+                 starting and ending with a letter or digit, at most 63)"
             ),
         )
     }
 }
 
-/// A DNS-1123 subdomain: workflow, node ID, pod and cron workflow names.
+/// A DNS-1123 subdomain, as Kubernetes checks object names (`IsDNS1123Subdomain`): at most
+/// 253 in all, with no cap on the parts between dots. Workflow, node ID, pod and cron
+/// workflow names: Argo's node IDs reach 74 characters and its v2 pod names 203.
 pub fn dns_subdomain(field: &str, value: &str) -> Result<(), FieldError> {
-    if value.len() <= 253 && value.split('.').all(is_label) {
+    if value.len() <= 253 && value.split('.').all(is_dns_part) {
         Ok(())
     } else {
         fail(
             field,
             format!(
-                "{value:?} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most 253)"
+                "{value:?} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', \
+                 each part between dots starting and ending with a letter or digit, at most 253)"
             ),
         )
     }
@@ -238,7 +242,11 @@ mod tests {
         assert!(dns_label("namespace", &"a".repeat(64)).is_err());
         assert!(dns_subdomain("workflow", "etl-x7k2p.v2").is_ok());
         assert!(dns_subdomain("workflow", "etl..x").is_err());
+        assert!(dns_subdomain("workflow", "etl-.x").is_err());
         assert!(dns_subdomain("workflow", "").is_err());
+        // No 63-character cap between dots: Argo's longest v2 pod names are 203.
+        assert!(dns_subdomain("podName", &"a".repeat(253)).is_ok());
+        assert!(dns_subdomain("podName", &"a".repeat(254)).is_err());
     }
 
     #[test]
