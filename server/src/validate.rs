@@ -81,6 +81,48 @@ pub fn dns_subdomain(field: &str, value: &str) -> Result<(), FieldError> {
     }
 }
 
+/// A label value, as Kubernetes checks it: Argo's controller instance ID, which it puts in
+/// the `workflows.argoproj.io/controller-instanceid` label.
+fn label_value(field: &str, value: &str) -> Result<(), FieldError> {
+    let bytes = value.as_bytes();
+    let valid = !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric();
+    if valid {
+        Ok(())
+    } else {
+        fail(
+            field,
+            format!(
+                "{value:?} is not a label value (letters, digits, '-', '_' and '.', starting \
+                 and ending with a letter or digit, at most 63)"
+            ),
+        )
+    }
+}
+
+/// Free text stored as a string column: bounded, and without NUL, which Postgres cannot
+/// store in text (SQLite could, and both backends must answer alike).
+fn text(field: &str, value: &str, max_bytes: usize) -> Result<(), FieldError> {
+    if value.len() > max_bytes {
+        return fail(
+            field,
+            format!("is {} bytes; the limit is {max_bytes}", value.len()),
+        );
+    }
+    if value.contains('\0') {
+        return fail(field, "must not contain NUL (\\u0000)");
+    }
+    Ok(())
+}
+
+/// The largest `message` of a report.
+const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
 /// A Kubernetes UID: non-empty, at most 128 visible ASCII characters.
 pub fn uid(field: &str, value: &str) -> Result<(), FieldError> {
     if !value.is_empty() && value.len() <= 128 && value.bytes().all(|b| b.is_ascii_graphic()) {
@@ -111,7 +153,8 @@ fn name_matches(name: &str, extra: &[u8]) -> bool {
 }
 
 fn named_items(outputs: &Value, key: &str, extra: &[u8], pattern: &str) -> Result<(), FieldError> {
-    let Some(items) = outputs.get(key) else {
+    // `null` removes the key when the patch is merged.
+    let Some(items) = outputs.get(key).filter(|items| !items.is_null()) else {
         return Ok(());
     };
     let Some(items) = items.as_array() else {
@@ -132,8 +175,9 @@ fn named_items(outputs: &Value, key: &str, extra: &[u8], pattern: &str) -> Resul
     Ok(())
 }
 
-/// Argo's `Outputs`: an object whose parameters and artifacts carry valid names and whose
-/// `result` fits the limit. Other fields pass through untouched.
+/// Argo's `Outputs`, as a merge patch: an object whose parameters and artifacts (when not
+/// `null`, which removes them) carry valid names and whose `result` fits the limit. Other
+/// fields pass through untouched.
 fn outputs(raw: &RawValue, limits: &Limits) -> Result<(), FieldError> {
     let Ok(value) = serde_json::from_str::<Value>(raw.get()) else {
         return fail("outputs", "is not valid JSON");
@@ -169,7 +213,7 @@ pub fn report(body: &ReportRequest, limits: &Limits) -> Result<(), FieldError> {
     dns_subdomain("podName", &body.pod_name)?;
     uid("podUid", &body.pod_uid)?;
     if let Some(instance_id) = &body.instance_id {
-        dns_subdomain("instanceId", instance_id)?;
+        label_value("instanceId", instance_id)?;
     }
     if let Some(sequence) = body.sequence
         && sequence < 1
@@ -183,6 +227,9 @@ pub fn report(body: &ReportRequest, limits: &Limits) -> Result<(), FieldError> {
         && !PHASES.contains(&phase.as_str())
     {
         return fail("phase", format!("{phase:?} is not one of {PHASES:?}"));
+    }
+    if let Some(message) = &body.message {
+        text("message", message, MAX_MESSAGE_BYTES)?;
     }
     if let Some(raw) = &body.outputs {
         outputs(raw, limits)?;
@@ -201,10 +248,10 @@ pub fn expectation(body: &ExpectationRequest) -> Result<(), FieldError> {
 
 pub fn abandon(body: &AbandonRequest) -> Result<(), FieldError> {
     uid("workflowUid", &body.workflow_uid)?;
-    if body.reason.trim().is_empty() || body.reason.len() > 1024 {
-        return fail("reason", "must be 1 to 1024 characters");
+    if body.reason.trim().is_empty() {
+        return fail("reason", "must not be empty");
     }
-    Ok(())
+    text("reason", &body.reason, 1024)
 }
 
 /// Checks a claim and returns its scheduled time in Unix milliseconds.
@@ -223,6 +270,7 @@ pub fn claim(body: &ClaimRequest) -> Result<i64, FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     const LIMITS: Limits = Limits {
         max_body_bytes: 1 << 20,
@@ -279,5 +327,81 @@ mod tests {
             field_of(r#"{"exitCode":0}"#),
             Some("outputs.exitCode".into())
         );
+        // A merge patch may remove any of them.
+        assert_eq!(
+            field_of(r#"{"parameters":null,"artifacts":null,"result":null,"exitCode":null}"#),
+            None
+        );
+    }
+
+    fn body(message: &str, instance_id: &str) -> ReportRequest {
+        ReportRequest {
+            protocol_version: 1,
+            workflow_uid: "u".into(),
+            pod_name: "wf-1".into(),
+            pod_uid: "p".into(),
+            instance_id: Some(instance_id.into()),
+            sequence: None,
+            is_final: false,
+            outputs: None,
+            progress: None,
+            phase: None,
+            message: Some(message.into()),
+        }
+    }
+
+    fn field(result: Result<(), FieldError>) -> Option<String> {
+        result.err().map(|e| e.field)
+    }
+
+    #[test]
+    fn messages_and_instance_ids_as_stored_and_labelled() {
+        assert_eq!(field(report(&body("done", "Ctl_1.a",), &LIMITS)), None);
+        assert_eq!(
+            field(report(&body("a\0b", "ctl"), &LIMITS)),
+            Some("message".into())
+        );
+        let long = "x".repeat(MAX_MESSAGE_BYTES + 1);
+        assert_eq!(
+            field(report(&body(&long, "ctl"), &LIMITS)),
+            Some("message".into())
+        );
+        for bad in ["", "-ctl", "ctl_", &"c".repeat(64), "a b"] {
+            assert_eq!(
+                field(report(&body("m", bad), &LIMITS)),
+                Some("instanceId".into()),
+                "{bad:?}"
+            );
+        }
+    }
+
+    /// A name as Kubernetes builds one: parts of `[a-z0-9]([-a-z0-9]*[a-z0-9])?` joined by dots.
+    fn object_name() -> impl Strategy<Value = String> {
+        let part = "[a-z0-9]([-a-z0-9]{0,70}[a-z0-9])?";
+        prop::collection::vec(part, 1..4).prop_map(|parts| parts.join("."))
+    }
+
+    proptest! {
+        #[test]
+        fn every_kubernetes_object_name_is_accepted(name in object_name()) {
+            prop_assert_eq!(dns_subdomain("podName", &name).is_ok(), name.len() <= 253);
+        }
+
+        #[test]
+        fn no_name_outside_the_grammar_is_accepted(name in "[a-z0-9.-]{0,8}[^a-z0-9.-][a-z0-9.-]{0,8}") {
+            prop_assert!(dns_subdomain("podName", &name).is_err());
+            prop_assert!(dns_label("namespace", &name).is_err());
+        }
+
+        #[test]
+        fn a_message_is_refused_exactly_when_it_has_nul_or_is_too_long(
+            message in "[a\u{0}é]{0,40}",
+            repeat in 0usize..500,
+        ) {
+            let message = message.repeat(repeat);
+            let refused = message.contains('\0') || message.len() > MAX_MESSAGE_BYTES;
+            let answer = field(report(&body(&message, "ctl"), &LIMITS));
+            prop_assert_eq!(answer, refused.then(|| "message".to_owned()));
+        }
     }
 }

@@ -1,13 +1,15 @@
 //! Request bodies: JSON only, within the size limit, with every problem named precisely.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
 
 use argo_results_proto::{
     AbandonRequest, ClaimRequest, ExpectationRequest, ProblemCode, ReportRequest,
 };
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::AppState;
@@ -64,9 +66,120 @@ fn is_json(content_type: Option<&str>) -> bool {
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
+/// One value of a body, walked to find an object with a key twice. JSON parsers keep the
+/// first or the last of them, so a body that validates on one could be stored with the
+/// other: such a body is refused wherever the duplicate is.
+struct UniqueKeys<'a> {
+    path: Cow<'a, str>,
+    /// The path of the first duplicated key found.
+    duplicate: &'a RefCell<Option<String>>,
+}
+
+impl UniqueKeys<'_> {
+    fn child(&self, path: String) -> UniqueKeys<'_> {
+        UniqueKeys {
+            path: Cow::Owned(path),
+            duplicate: self.duplicate,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for UniqueKeys<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UniqueKeys<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while items
+            .next_element_seed(self.child(format!("{}[{i}]", self.path)))?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = members.next_key::<Cow<'de, str>>()? {
+            let path = if self.path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{}.{key}", self.path)
+            };
+            if !seen.insert(key) {
+                let error = de::Error::custom(format!("the key {path} appears twice"));
+                *self.duplicate.borrow_mut() = Some(path);
+                return Err(error);
+            }
+            members.next_value_seed(self.child(path))?;
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a body that is not JSON or that has a key twice in one object, anywhere.
+fn unique_keys(bytes: &[u8]) -> Result<(), ApiError> {
+    let duplicate = RefCell::new(None);
+    let seed = UniqueKeys {
+        path: Cow::Borrowed(""),
+        duplicate: &duplicate,
+    };
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let walked = seed
+        .deserialize(&mut deserializer)
+        .and_then(|()| deserializer.end());
+    walked.map_err(|e| {
+        let error = ApiError::new(
+            ProblemCode::InvalidJson,
+            format!("the body is not valid JSON: {e}"),
+        );
+        match duplicate.into_inner() {
+            Some(path) => error.with_field(path),
+            None => error,
+        }
+    })
+}
+
 /// Reads `T` from JSON text: `invalid_json` when it is not a JSON object, `unknown_field`
 /// for a field `T` does not have, `invalid_field` for a missing or mistyped one.
 pub fn parse<T: RequestBody>(bytes: &[u8]) -> Result<T, ApiError> {
+    unique_keys(bytes)?;
     let top: BTreeMap<String, &RawValue> = serde_json::from_slice(bytes).map_err(|e| {
         ApiError::new(
             ProblemCode::InvalidJson,
@@ -137,6 +250,7 @@ impl<T: RequestBody> FromRequest<AppState> for JsonBody<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     /// The field lists must name exactly what the type serializes.
     fn fields_of(value: serde_json::Value) -> Vec<String> {
@@ -203,5 +317,62 @@ mod tests {
             Some(axum::http::StatusCode::UNPROCESSABLE_ENTITY)
         );
         assert_eq!(code(r#"{"workflowUid":"u","reason":"r"}"#), None);
+    }
+
+    #[test]
+    fn a_key_twice_anywhere_is_invalid_json_naming_where() {
+        let field = |body: &str| {
+            let error = parse::<ReportRequest>(body.as_bytes()).expect_err("refused");
+            assert_eq!(
+                error.status(),
+                axum::http::StatusCode::BAD_REQUEST,
+                "{error:?}"
+            );
+            format!("{error:?}")
+        };
+        let twice =
+            r#"{"protocolVersion":1,"workflowUid":"u","podName":"p","podUid":"q","podUid":"r"}"#;
+        assert!(field(twice).contains(r#"field: Some("podUid")"#));
+        let inside = r#"{"protocolVersion":1,"workflowUid":"u","podName":"p","podUid":"q",
+            "outputs":{"parameters":[{"name":"a","value":"1","value":"2"}]}}"#;
+        assert!(field(inside).contains(r#"field: Some("outputs.parameters[0].value")"#));
+        let ok = r#"{"protocolVersion":1,"workflowUid":"u","podName":"p","podUid":"q",
+            "outputs":{"parameters":[{"name":"a"},{"name":"a"}]}}"#;
+        assert!(parse::<ReportRequest>(ok.as_bytes()).is_ok());
+    }
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<i32>().prop_map(serde_json::Value::from),
+            "[a-b\"\\\\]{0,3}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 20, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(serde_json::Value::from),
+                prop::collection::btree_map("[a-c]", inner, 1..3)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn keys_twice_are_found_wherever_they_are(value in json_value(), key in "[a-c]") {
+            let text = value.to_string();
+            prop_assert!(unique_keys(text.as_bytes()).is_ok());
+            // The same member written twice into the first object of the text.
+            if let Some(at) = text.find('{') {
+                let member = format!("\"{key}\":1,\"{key}\":2");
+                let rest = &text[at + 1..];
+                let joined = if rest.starts_with('}') { member } else { format!("{member},") };
+                let twice = format!("{}{{{joined}{rest}", &text[..at]);
+                let error = unique_keys(twice.as_bytes()).expect_err("refused");
+                prop_assert_eq!(error.status(), axum::http::StatusCode::BAD_REQUEST);
+                let described = format!("{error:?}");
+                let named = described.contains(&format!("{key}\")"));
+                prop_assert!(named, "{}", described);
+            }
+        }
     }
 }

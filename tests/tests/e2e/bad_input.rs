@@ -10,6 +10,8 @@ on_both_backends!(
     unknown_fields_and_protocol_versions_are_400,
     bad_parameters_are_400,
     broken_field_rules_are_422_naming_the_field,
+    a_key_twice_anywhere_is_400_naming_where,
+    nul_and_oversized_text_are_422_on_both_backends,
     oversized_bodies_are_413,
     non_json_bodies_are_415,
     unknown_routes_are_404_problems,
@@ -151,6 +153,7 @@ async fn broken_field_rules_are_422_naming_the_field(backend: Backend) {
         ("phase", "succeeded".into(), "phase"),
         ("final", "yes".into(), "final"),
         ("podUid", "".into(), "podUid"),
+        ("instanceId", "Not a label".into(), "instanceId"),
         ("workflowUid", serde_json::Value::Null, "workflowUid"),
         ("outputs", serde_json::json!([1]), "outputs"),
         (
@@ -264,4 +267,76 @@ async fn unknown_routes_are_404_problems(backend: Backend) {
         .await;
     assert_eq!(answer.status, 404);
     assert_eq!(answer.json["code"], "not_found");
+}
+
+async fn a_key_twice_anywhere_is_400_naming_where(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let s = step(1);
+    let head = format!(
+        r#"{{"protocolVersion":1,"workflowUid":"{UID}","podName":"{}","podUid":"{}","final":true"#,
+        s.pod_name, s.pod_uid
+    );
+    // The last `result` fits the limit and the first does not: a parser keeping either one
+    // would validate one value and store the other.
+    let big = "x".repeat(256 * 1024 + 1);
+    let cases = [
+        (format!(r#"{head},"podUid":"someone-else"}}"#), "podUid"),
+        (
+            format!(r#"{head},"outputs":{{"result":"{big}","result":"ok"}}}}"#),
+            "outputs.result",
+        ),
+        (
+            format!(r#"{head},"outputs":{{"parameters":[{{"name":"ok","name":"not ok"}}]}}}}"#),
+            "outputs.parameters[0].name",
+        ),
+    ];
+    for (body, field) in cases {
+        refused(&server, &body, 400, "invalid_json", Some(field)).await;
+    }
+}
+
+async fn nul_and_oversized_text_are_422_on_both_backends(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    for message in ["before\u{0}after".to_owned(), "m".repeat(16 * 1024 + 1)] {
+        let mut body = valid_report();
+        body["message"] = message.into();
+        refused(
+            &server,
+            &body.to_string(),
+            422,
+            "invalid_field",
+            Some("message"),
+        )
+        .await;
+    }
+    // `\u0000` inside outputs is data, kept exactly (API section 1).
+    let mut body = valid_report();
+    body["outputs"] = serde_json::json!({"result": "a\u{0}b"});
+    let stored = server
+        .raw(
+            Method::PUT,
+            &result_path(&step(1).node_id),
+            Some(&pod_token()),
+            JSON,
+            body.to_string(),
+        )
+        .await;
+    assert_eq!(stored.status, 201, "{}", stored.text);
+    assert_eq!(stored.json["outputs"]["result"], "a\u{0}b");
+    let controller = tokens::user_token(CONTROLLER);
+    let abandon = server
+        .raw(
+            Method::POST,
+            &format!("{}/abandon", result_path(&step(2).node_id)),
+            Some(&controller),
+            JSON,
+            format!(r#"{{"workflowUid":"{UID}","reason":"gone\u0000"}}"#),
+        )
+        .await;
+    assert_eq!(
+        (abandon.status, abandon.json["field"].as_str()),
+        (422, Some("reason")),
+        "{}",
+        abandon.text
+    );
 }
