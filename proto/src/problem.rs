@@ -16,6 +16,7 @@ pub enum ProblemCode {
     AlreadyCompleted,
     StaleSequence,
     PodMismatch,
+    NotExpected,
     AlreadyClaimed,
     Gone,
     PayloadTooLarge,

@@ -102,6 +102,20 @@ pub struct Config {
     )]
     pub controllers: Vec<String>,
 
+    /// Pods may report only the nodes the controller registered for them (an expectation
+    /// naming the pod), so no pod can win a race for another's node or invent a workflow
+    /// incarnation [default: on with --jwks-file, --kube-jwks or --token-review; off with
+    /// dev auth and --auth none, where the first pod to report binds the result].
+    #[arg(
+        long,
+        env = "ARGO_RESULTS_REQUIRE_EXPECTATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub require_expectation: Option<bool>,
+
     /// `none` turns authentication off (refused unless listening on loopback).
     #[arg(long, env = "ARGO_RESULTS_AUTH", value_enum, default_value = "tokens")]
     pub auth: AuthMode,

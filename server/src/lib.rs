@@ -28,7 +28,7 @@ use auth::rbac::Rbac;
 use auth::token_review::TokenReviewer;
 use auth::{Authenticator, Authorizer, KubeApi, RoleLists, Verifier};
 use config::{AuthMode, Config};
-use store::{SqlStore, StoreError};
+use store::{ReportPolicy, SqlStore, StoreError};
 use validate::Limits;
 
 /// Lifetime of the admin token printed by the embedded default.
@@ -167,11 +167,26 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             config.listen
         );
     }
+    let policy = ReportPolicy {
+        require_expectation: config
+            .require_expectation
+            .unwrap_or(dev.is_none() && config.auth == AuthMode::Tokens),
+        max_outputs_bytes: config.max_body_bytes,
+    };
+    if policy.require_expectation {
+        tracing::info!("pods may report only the nodes registered for them");
+    } else if dev.is_none() && config.auth == AuthMode::Tokens {
+        tracing::warn!(
+            "--require-expectation=false: the first pod to report a node binds its result, \
+             so a pod can claim any node its name fits"
+        );
+    }
     let metrics = Arc::new(metrics::Metrics::new());
     let store = SqlStore::connect(
         &config.database_url(),
         config.max_connections,
         config.batching(),
+        policy,
         Arc::clone(&metrics),
     )
     .await?;

@@ -23,6 +23,8 @@ pub enum ReportOutcome {
     /// `already_completed`: a write to a frozen result.
     conflict,
     pod_mismatch,
+    /// `not_expected`: no expectation names the reporting pod.
+    not_expected,
     /// Any other refusal or failure.
     refused,
 }

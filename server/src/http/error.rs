@@ -62,7 +62,9 @@ impl ApiError {
             Unauthenticated => StatusCode::UNAUTHORIZED,
             Forbidden => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
-            AlreadyCompleted | StaleSequence | PodMismatch | AlreadyClaimed => StatusCode::CONFLICT,
+            AlreadyCompleted | StaleSequence | PodMismatch | NotExpected | AlreadyClaimed => {
+                StatusCode::CONFLICT
+            }
             Gone => StatusCode::GONE,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -156,6 +158,12 @@ impl From<StoreError> for ApiError {
             }
             Refusal::PodMismatch { .. } => {
                 ApiError::new(ProblemCode::PodMismatch, detail).with_field("podUid")
+            }
+            Refusal::NotExpected { .. } => {
+                ApiError::new(ProblemCode::NotExpected, detail).with_field("podName")
+            }
+            Refusal::OutputsTooLarge { .. } => {
+                ApiError::new(ProblemCode::InvalidField, detail).with_field("outputs")
             }
             Refusal::InstanceMismatch { .. } => {
                 ApiError::new(ProblemCode::InvalidField, detail).with_field("instanceId")

@@ -80,6 +80,7 @@ fn report_outcome(stored: &Result<Written, StoreError>) -> ReportOutcome {
         )) => ReportOutcome::stale,
         Err(StoreError::Refused(Refusal::Frozen { .. })) => ReportOutcome::conflict,
         Err(StoreError::Refused(Refusal::PodMismatch { .. })) => ReportOutcome::pod_mismatch,
+        Err(StoreError::Refused(Refusal::NotExpected { .. })) => ReportOutcome::not_expected,
         Err(_) => ReportOutcome::refused,
     }
 }
@@ -104,7 +105,7 @@ fn optional_uid(uid: Option<String>) -> ApiResult<Option<String>> {
         (status = 400, description = "invalid_json, unknown_field, unsupported_protocol_version, invalid_parameter", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not this node's pod", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "already_completed (with current), stale_sequence, pod_mismatch", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "already_completed (with current), stale_sequence, pod_mismatch, not_expected (no expectation names this pod)", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "payload_too_large", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "unsupported_media_type", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),

@@ -9,6 +9,7 @@
 
 mod bulk;
 mod group_commit;
+mod merge;
 mod postgres;
 mod row;
 mod rules;
@@ -22,6 +23,7 @@ use argo_results_proto::{Claim, ClaimList, NodeResult, ResultState, Summary};
 use tokio::sync::watch;
 
 pub use group_commit::Batching;
+pub use rules::ReportPolicy;
 pub use sql::SqlStore;
 
 /// How long a request may wait for a database connection before it is answered
@@ -146,6 +148,20 @@ pub enum Refusal {
         bound: String,
         given: String,
     },
+    #[error(
+        "node {node_id} expects no report from pod {pod}{expected}: pods may report only the \
+         nodes the controller registered for them (--require-expectation)",
+        expected = match expected { Some(name) => format!(" (it expects pod {name})"), None => String::new() }
+    )]
+    NotExpected {
+        node_id: String,
+        pod: String,
+        expected: Option<String>,
+    },
+    #[error(
+        "outputs merged with the stored ones would be {size} bytes; the limit is {limit} (--max-body-bytes)"
+    )]
+    OutputsTooLarge { size: usize, limit: usize },
     #[error("the result belongs to controller instance {stored:?}, not {given:?}")]
     InstanceMismatch { stored: String, given: String },
     #[error("workflow UID {workflow_uid} belongs to workflow {stored:?}, not {given:?}")]

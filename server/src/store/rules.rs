@@ -4,7 +4,7 @@ use argo_results_proto::ResultState;
 use serde_json::Value;
 
 use super::row::Row;
-use super::{Expectation, Refusal, Report, ResultKey};
+use super::{Expectation, Refusal, Report, ResultKey, merge};
 
 #[derive(Debug)]
 pub(super) enum Decision {
@@ -15,6 +15,39 @@ pub(super) enum Decision {
     /// Refused: the row is completed or abandoned.
     Frozen(Row),
     Refuse(Refusal),
+    /// The stored row cannot be read (its outputs are not JSON).
+    Corrupt(String),
+}
+
+/// Why a report ends before it writes anything.
+#[derive(Debug)]
+enum Stop {
+    Refused(Refusal),
+    Corrupt(String),
+}
+
+impl From<Refusal> for Stop {
+    fn from(refusal: Refusal) -> Self {
+        Stop::Refused(refusal)
+    }
+}
+
+impl From<Stop> for Decision {
+    fn from(stop: Stop) -> Self {
+        match stop {
+            Stop::Refused(refusal) => Decision::Refuse(refusal),
+            Stop::Corrupt(detail) => Decision::Corrupt(detail),
+        }
+    }
+}
+
+/// How reports are judged, from the server's flags.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportPolicy {
+    /// `--require-expectation`: a pod may report only a node registered for it.
+    pub require_expectation: bool,
+    /// The largest merged `outputs` (`--max-body-bytes`).
+    pub max_outputs_bytes: usize,
 }
 
 /// Two `outputs` texts are the same when they are equal as text or as JSON values, so a
@@ -64,8 +97,9 @@ fn check_workflow(current: &Row, key: &ResultKey) -> Result<(), Refusal> {
     }
 }
 
-/// The row as it would be once `report` is applied: present fields replace stored ones.
-fn apply(mut row: Row, report: &Report, now: i64) -> Row {
+/// The row as it would be once `report` is applied: present fields replace stored ones,
+/// and `outputs` is merged into the stored outputs (RFC 7386).
+fn apply(mut row: Row, report: &Report, policy: &ReportPolicy, now: i64) -> Result<Row, Stop> {
     row.pod_name = Some(report.pod_name.clone());
     row.pod_uid = Some(report.pod_uid.clone());
     if report.instance_id.is_some() {
@@ -74,8 +108,17 @@ fn apply(mut row: Row, report: &Report, now: i64) -> Row {
     if report.sequence.is_some() {
         row.sequence = report.sequence;
     }
-    if report.outputs.is_some() {
-        row.outputs.clone_from(&report.outputs);
+    if let Some(patch) = &report.outputs {
+        let merged = merge::merge(row.outputs.as_deref(), patch)
+            .map_err(|e| Stop::Corrupt(format!("outputs of {} do not merge: {e}", row.node_id)))?;
+        if merged.len() > policy.max_outputs_bytes {
+            return Err(Refusal::OutputsTooLarge {
+                size: merged.len(),
+                limit: policy.max_outputs_bytes,
+            }
+            .into());
+        }
+        row.outputs = Some(merged);
     }
     if report.progress.is_some() {
         row.progress.clone_from(&report.progress);
@@ -93,16 +136,25 @@ fn apply(mut row: Row, report: &Report, now: i64) -> Row {
         row.state = ResultState::Reporting;
     }
     row.updated_at = now;
-    row
+    Ok(row)
 }
 
 fn decide_report(
     current: &Row,
     key: &ResultKey,
     report: &Report,
+    policy: &ReportPolicy,
     now: i64,
-) -> Result<Decision, Refusal> {
+) -> Result<Decision, Stop> {
     check_workflow(current, key)?;
+    if policy.require_expectation && current.pod_name.as_deref() != Some(&report.pod_name) {
+        return Err(Refusal::NotExpected {
+            node_id: current.node_id.clone(),
+            pod: report.pod_name.clone(),
+            expected: current.pod_name.clone(),
+        }
+        .into());
+    }
     if let Some(bound) = &current.pod_uid
         && *bound != report.pod_uid
     {
@@ -110,7 +162,8 @@ fn decide_report(
             node_id: current.node_id.clone(),
             bound: current.pod_name.clone().unwrap_or_else(|| bound.clone()),
             given: report.pod_uid.clone(),
-        });
+        }
+        .into());
     }
     if let (Some(stored), Some(given)) = (&current.instance_id, &report.instance_id)
         && stored != given
@@ -118,13 +171,15 @@ fn decide_report(
         return Err(Refusal::InstanceMismatch {
             stored: stored.clone(),
             given: given.clone(),
-        });
+        }
+        .into());
     }
-    let next = apply(current.clone(), report, now);
+    let next = apply(current.clone(), report, policy, now)?;
     if current.state.is_frozen() {
-        let replay = current.state == ResultState::Completed
-            && report.is_final
-            && same_content(current, &next);
+        // A write that changes nothing once merged is a replay, whatever its sequence; a
+        // final report cannot turn an abandoned result into a completed one.
+        let replay = same_content(current, &next)
+            && (!report.is_final || current.state == ResultState::Completed);
         return Ok(if replay {
             Decision::Unchanged(current.clone())
         } else {
@@ -133,10 +188,10 @@ fn decide_report(
     }
     if let (Some(stored), Some(given)) = (current.sequence, report.sequence) {
         if given < stored {
-            return Err(Refusal::StaleSequence { given, stored });
+            return Err(Refusal::StaleSequence { given, stored }.into());
         }
         if given == stored && !same_state(current, &next) {
-            return Err(Refusal::SequenceReused { given });
+            return Err(Refusal::SequenceReused { given }.into());
         }
     }
     Ok(if same_state(current, &next) {
@@ -151,20 +206,30 @@ pub(super) fn report(
     current: Option<&Row>,
     key: &ResultKey,
     report: &Report,
+    policy: &ReportPolicy,
     now: i64,
 ) -> Decision {
-    match current {
-        None => Decision::Write(apply(
+    let decided = match current {
+        Some(current) => decide_report(current, key, report, policy, now),
+        None if policy.require_expectation => Err(Refusal::NotExpected {
+            node_id: key.node_id.clone(),
+            pod: report.pod_name.clone(),
+            expected: None,
+        }
+        .into()),
+        None => apply(
             Row::new(key, ResultState::Reporting, now),
             report,
+            policy,
             now,
-        )),
-        Some(current) => decide_report(current, key, report, now).unwrap_or_else(Decision::Refuse),
-    }
+        )
+        .map(Decision::Write),
+    };
+    decided.unwrap_or_else(Decision::from)
 }
 
-/// A controller's expectation (API section 3). A new pod UID resets a live row for the
-/// restarted pod; a frozen row keeps its result.
+/// A controller's expectation (API section 3). A new pod (another name, or another UID)
+/// resets a live row for that pod; a frozen row keeps its result.
 pub(super) fn expect(
     current: Option<&Row>,
     key: &ResultKey,
@@ -180,11 +245,13 @@ pub(super) fn expect(
     if let Err(refusal) = check_workflow(current, key) {
         return Decision::Refuse(refusal);
     }
-    let new_pod = match (&expectation.pod_uid, &current.pod_uid) {
-        (Some(given), Some(bound)) => given != bound,
-        (Some(_), None) => true,
-        (None, _) => false,
-    };
+    let renamed = current.pod_name.as_deref() != Some(&expectation.pod_name);
+    let new_pod = renamed
+        || match (&expectation.pod_uid, &current.pod_uid) {
+            (Some(given), Some(bound)) => given != bound,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
     if !new_pod {
         return Decision::Unchanged(current.clone());
     }
@@ -228,6 +295,15 @@ pub(super) fn abandon(current: Option<&Row>, key: &ResultKey, reason: &str, now:
 mod tests {
     use super::*;
 
+    const FIRST_WRITER: ReportPolicy = ReportPolicy {
+        require_expectation: false,
+        max_outputs_bytes: 1 << 20,
+    };
+    const REQUIRED: ReportPolicy = ReportPolicy {
+        require_expectation: true,
+        ..FIRST_WRITER
+    };
+
     fn key() -> ResultKey {
         ResultKey {
             namespace: "argo".into(),
@@ -258,51 +334,106 @@ mod tests {
         }
     }
 
+    fn first(report_: &Report) -> Row {
+        written(report(None, &key(), report_, &FIRST_WRITER, 1))
+    }
+
     #[test]
     fn a_final_replay_with_other_key_order_is_unchanged() {
-        let stored = written(report(
-            None,
-            &key(),
-            &report_from("p1", Some(1), true, r#"{"a":1,"b":2}"#),
-            1,
-        ));
+        let stored = first(&report_from("p1", Some(1), true, r#"{"a":1,"b":2}"#));
         let replay = report_from("p1", Some(9), true, r#"{ "b": 2, "a": 1 }"#);
         assert!(matches!(
-            report(Some(&stored), &key(), &replay, 2),
+            report(Some(&stored), &key(), &replay, &FIRST_WRITER, 2),
             Decision::Unchanged(_)
         ));
-        let other = report_from("p1", Some(9), true, r#"{"a":1}"#);
+        // A patch whose keys are already stored with these values changes nothing either.
+        let part = report_from("p1", Some(9), false, r#"{"a":1}"#);
         assert!(matches!(
-            report(Some(&stored), &key(), &other, 2),
+            report(Some(&stored), &key(), &part, &FIRST_WRITER, 2),
+            Decision::Unchanged(_)
+        ));
+        let other = report_from("p1", Some(9), true, r#"{"a":2}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &other, &FIRST_WRITER, 2),
             Decision::Frozen(_)
         ));
     }
 
     #[test]
-    fn absent_fields_keep_stored_ones() {
-        let first = written(report(
-            None,
-            &key(),
-            &report_from("p1", Some(1), false, r#"{"x":1}"#),
-            1,
-        ));
+    fn outputs_merge_and_absent_fields_keep_stored_ones() {
+        let first = first(&report_from("p1", Some(1), false, r#"{"x":1}"#));
         let mut progress = report_from("p1", Some(2), false, "");
         progress.outputs = None;
         progress.progress = Some("1/2".into());
-        let next = written(report(Some(&first), &key(), &progress, 2));
+        let next = written(report(Some(&first), &key(), &progress, &FIRST_WRITER, 2));
         assert_eq!(next.outputs.as_deref(), Some(r#"{"x":1}"#));
         assert_eq!(next.progress.as_deref(), Some("1/2"));
         assert_eq!(next.sequence, Some(2));
+        let more = report_from("p1", Some(3), true, r#"{"y":[2]}"#);
+        let done = written(report(Some(&next), &key(), &more, &FIRST_WRITER, 3));
+        assert_eq!(done.outputs.as_deref(), Some(r#"{"x":1,"y":[2]}"#));
+    }
+
+    #[test]
+    fn merged_outputs_are_bounded() {
+        let policy = ReportPolicy {
+            max_outputs_bytes: 16,
+            ..FIRST_WRITER
+        };
+        let stored = first(&report_from("p1", Some(1), false, r#"{"a":"12345"}"#));
+        let more = report_from("p1", Some(2), false, r#"{"b":"12345"}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &more, &policy, 2),
+            Decision::Refuse(Refusal::OutputsTooLarge {
+                size: 25,
+                limit: 16
+            })
+        ));
+    }
+
+    #[test]
+    fn a_final_report_cannot_complete_an_abandoned_result() {
+        let mut abandoned = first(&report_from("p1", Some(1), false, "{}"));
+        abandoned.state = ResultState::Abandoned;
+        let late = report_from("p1", Some(2), true, "{}");
+        assert!(matches!(
+            report(Some(&abandoned), &key(), &late, &FIRST_WRITER, 2),
+            Decision::Frozen(_)
+        ));
+    }
+
+    #[test]
+    fn with_required_expectations_only_the_registered_pod_reports() {
+        let mut report_ = report_from("p1", Some(1), true, "{}");
+        assert!(matches!(
+            report(None, &key(), &report_, &REQUIRED, 1),
+            Decision::Refuse(Refusal::NotExpected { expected: None, .. })
+        ));
+        let expectation = Expectation {
+            pod_name: "wf-main-1".into(),
+            pod_uid: None,
+        };
+        let expected = written(expect(None, &key(), &expectation, 1));
+        assert!(matches!(
+            report(Some(&expected), &key(), &report_, &REQUIRED, 2),
+            Decision::Refuse(Refusal::NotExpected {
+                expected: Some(_),
+                ..
+            })
+        ));
+        report_.pod_name = "wf-main-1".into();
+        let bound = written(report(Some(&expected), &key(), &report_, &REQUIRED, 2));
+        assert_eq!(bound.pod_uid.as_deref(), Some("p1"));
+        report_.pod_uid = "p2".into();
+        assert!(matches!(
+            report(Some(&bound), &key(), &report_, &REQUIRED, 3),
+            Decision::Refuse(Refusal::PodMismatch { .. })
+        ));
     }
 
     #[test]
     fn an_expectation_for_a_new_pod_resets_a_live_row() {
-        let live = written(report(
-            None,
-            &key(),
-            &report_from("p1", Some(3), false, "{}"),
-            1,
-        ));
+        let live = first(&report_from("p1", Some(3), false, "{}"));
         let restart = Expectation {
             pod_name: "wf-1".into(),
             pod_uid: Some("p2".into()),
@@ -313,5 +444,14 @@ mod tests {
         assert_eq!(reset.sequence, None);
         assert_eq!(reset.outputs, None);
         assert_eq!(reset.created_at, live.created_at);
+        let renamed = Expectation {
+            pod_name: "wf-main-1".into(),
+            pod_uid: None,
+        };
+        let reset = written(expect(Some(&live), &key(), &renamed, 2));
+        assert_eq!(
+            (reset.pod_name.as_deref(), reset.pod_uid),
+            (Some("wf-main-1"), None)
+        );
     }
 }

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use super::bulk::{self, Change};
 use super::group_commit::{Batching, Queue, Write};
 use super::row::{Row, result_columns};
-use super::rules::{self, Decision};
+use super::rules::{self, Decision, ReportPolicy};
 use super::{
     ACQUIRE_TIMEOUT, BoxFuture, Expectation, FeedChunk, ListQuery, NewClaim, Outcome, Pruned,
     Refusal, Report, ResultKey, ResultPage, Store, StoreError, StoreResult, Written, postgres,
@@ -60,6 +60,7 @@ impl Dialect {
 pub struct SqlStore {
     db: Db,
     writes: Queue,
+    policy: ReportPolicy,
 }
 
 /// The group-commit writer's own connection, kept between batches so that a batch does
@@ -233,11 +234,12 @@ async fn record_many(tx: &mut AnyConnection, items: &[FeedItem], now: i64) -> St
 
 impl SqlStore {
     /// Connects to `postgres://...` or `sqlite://PATH`, applies the migrations and starts
-    /// the group-commit writer.
+    /// the group-commit writer, which judges reports by `policy`.
     pub async fn connect(
         url: &str,
         max_connections: u32,
         batching: Batching,
+        policy: ReportPolicy,
         metrics: Arc<Metrics>,
     ) -> StoreResult<Self> {
         sqlx::any::install_default_drivers();
@@ -260,6 +262,7 @@ impl SqlStore {
         Ok(SqlStore {
             writes: Queue::start(db.clone(), url.to_owned(), batching).await?,
             db,
+            policy,
         })
     }
 }
@@ -446,6 +449,7 @@ impl Db {
                 }
                 .into()),
                 Decision::Refuse(refusal) => Err(refusal.into()),
+                Decision::Corrupt(detail) => Err(StoreError::Corrupt(detail)),
             };
             outcomes.push(outcome);
         }
@@ -763,8 +767,10 @@ impl Store for SqlStore {
     fn report(&self, key: ResultKey, report: Report) -> BoxFuture<'_, StoreResult<Written>> {
         self.db.measured(async move {
             let rule_key = key.clone();
-            let decide =
-                move |current: Option<&Row>, now| rules::report(current, &rule_key, &report, now);
+            let policy = self.policy;
+            let decide = move |current: Option<&Row>, now| {
+                rules::report(current, &rule_key, &report, &policy, now)
+            };
             self.writes.submit(key, Box::new(decide)).await
         })
     }

@@ -25,6 +25,7 @@ macro_rules! on_both_backends {
 
 mod auth;
 mod bad_input;
+mod binding;
 mod cli;
 mod concurrency;
 mod controller;
@@ -33,6 +34,8 @@ mod embedded;
 mod feed;
 mod group_commit;
 mod lifecycle;
+mod merge;
+mod names;
 mod openapi;
 mod outage;
 mod reads;

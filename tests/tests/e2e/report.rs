@@ -236,11 +236,11 @@ async fn completed_result_is_frozen(backend: Backend) {
     assert_eq!(again.status, 200);
     assert_eq!(again.body.revision, done.body.revision);
 
-    // Anything else: already_completed with the stored result.
+    // Anything that would change it: already_completed with the stored result.
     let mut other = last.clone();
     other.outputs = s.report(None, true, Some(&outputs(2))).outputs;
     let mut tick = s.report(Some(6), false, None);
-    tick.progress = Some("10/10".into());
+    tick.progress = Some("9/10".into());
     for attempt in [other, tick] {
         let error = pod
             .report(NS, WF, &s.node_id, &attempt)

@@ -4,10 +4,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use argo_results_client::proto::ReportRequest;
 use argo_results_client::proto::token::{
     Audience, TokenClaims, es256_public_jwk, generate_es256_key,
 };
+use argo_results_client::proto::{ExpectationRequest, ProblemCode, ReportRequest};
 use argo_results_tests::fake_kube::FakeKube;
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::server::Raw;
@@ -27,9 +27,15 @@ enum Mode {
     TokenReview,
 }
 
+on_both_backends!(attacks_fail_on_each_backend);
+
 async fn start(mode: Mode, flags: &[&str]) -> (Option<FakeKube>, TestServer) {
+    start_on(Backend::Sqlite, mode, flags).await
+}
+
+async fn start_on(backend: Backend, mode: Mode, flags: &[&str]) -> (Option<FakeKube>, TestServer) {
     match mode {
-        Mode::JwksFile => (None, TestServer::start_with(Backend::Sqlite, flags).await),
+        Mode::JwksFile => (None, TestServer::start_with(backend, flags).await),
         Mode::KubeJwks | Mode::TokenReview => {
             let kube = FakeKube::start().await;
             let mode_flag = if mode == Mode::KubeJwks {
@@ -41,7 +47,7 @@ async fn start(mode: Mode, flags: &[&str]) -> (Option<FakeKube>, TestServer) {
                 .into_iter()
                 .chain(flags.iter().copied())
                 .collect();
-            let server = TestServer::start_kube(Backend::Sqlite, &kube, &all).await;
+            let server = TestServer::start_kube(backend, &kube, &all).await;
             wait_ready(&server).await;
             (Some(kube), server)
         }
@@ -97,6 +103,16 @@ enum Target {
     Read,
     Expect,
     Whoami,
+    /// A v1 pod writing the node of the same name in another workflow.
+    ForeignWorkflow,
+    /// Step 1's report under a workflow UID the pod made up.
+    InventedIncarnation,
+    /// A pod whose name has the shape of step 1's pod (`<workflow>-<any>-<hash>`).
+    Impostor,
+    /// Step 1's report with a NUL in its message.
+    Nul,
+    /// Step 1's report with a key twice inside its outputs.
+    DuplicateKey,
 }
 
 struct Attack {
@@ -104,6 +120,7 @@ struct Attack {
     authorization: String,
     target: Target,
     status: u16,
+    code: &'static str,
 }
 
 fn bearer(token: impl AsRef<str>) -> String {
@@ -141,18 +158,52 @@ fn attacks() -> Vec<Attack> {
     let mut es256_naming_rsa = tokens::es256();
     es256_naming_rsa.kid = Some(tokens::RSA_KID.into());
     let unbound = tokens::user_token(&format!("system:serviceaccount:{NS}:workflow-executor"));
+    let impostor = impostor_name();
     let attack = |name, authorization, target, status| Attack {
         name,
         authorization,
         target,
         status,
+        code: match status {
+            401 => "unauthenticated",
+            403 => "forbidden",
+            409 => "not_expected",
+            422 => "invalid_field",
+            400 => "invalid_json",
+            _ => "",
+        },
     };
     vec![
         attack(
             "valid pod token (control)",
             bearer(&valid),
             Target::Report,
-            201,
+            200,
+        ),
+        attack(
+            "a v1 pod writing its node's namesake in another workflow",
+            bearer(tokens::pod_token(NS, &s.node_id, &s.pod_uid)),
+            Target::ForeignWorkflow,
+            403,
+        ),
+        attack(
+            "an invented workflow incarnation",
+            bearer(&valid),
+            Target::InventedIncarnation,
+            409,
+        ),
+        attack(
+            "a pod whose name has the node's shape",
+            bearer(tokens::pod_token(NS, &impostor, "impostor-uid")),
+            Target::Impostor,
+            409,
+        ),
+        attack("NUL in the message", bearer(&valid), Target::Nul, 422),
+        attack(
+            "a key twice inside outputs",
+            bearer(&valid),
+            Target::DuplicateKey,
+            400,
         ),
         attack(
             "expired",
@@ -304,10 +355,65 @@ fn attacks() -> Vec<Attack> {
     ]
 }
 
+/// A name of the shape of step 1's v2 pod, with another template.
+fn impostor_name() -> String {
+    let s = step(1);
+    let hash = s.node_id.rsplit('-').next().expect("hash");
+    format!("{WF}-anything-{hash}")
+}
+
 async fn send(server: &TestServer, authorization: &str, target: &Target) -> Raw {
     let s = step(1);
     let report = |body: ReportRequest| serde_json::to_string(&body).expect("json");
+    let own_node = format!(
+        "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+        s.node_id
+    );
     let (method, path, body) = match target {
+        Target::ForeignWorkflow => (
+            Method::PUT,
+            format!(
+                "/api/v1/namespaces/{NS}/workflows/victim/nodes/{}/result",
+                s.node_id
+            ),
+            report(ReportRequest {
+                pod_name: s.node_id.clone(),
+                ..s.report(Some(1), true, None)
+            }),
+        ),
+        Target::InventedIncarnation => (
+            Method::PUT,
+            own_node,
+            report(ReportRequest {
+                workflow_uid: "invented-incarnation".into(),
+                ..s.report(Some(1), true, None)
+            }),
+        ),
+        Target::Impostor => (
+            Method::PUT,
+            own_node,
+            report(ReportRequest {
+                pod_name: impostor_name(),
+                pod_uid: "impostor-uid".into(),
+                ..s.report(Some(1), true, Some(&outputs(1)))
+            }),
+        ),
+        Target::Nul => (
+            Method::PUT,
+            own_node,
+            report(ReportRequest {
+                message: Some("done\u{0}".into()),
+                ..s.report(Some(2), false, None)
+            }),
+        ),
+        Target::DuplicateKey => {
+            let body = report(s.report(Some(2), false, Some(r#"{"result":"a"}"#)));
+            (
+                Method::PUT,
+                own_node,
+                body.replace(r#""result":"a""#, r#""result":"a","result":"b""#),
+            )
+        }
         Target::Report => (
             Method::PUT,
             format!(
@@ -369,19 +475,24 @@ async fn send(server: &TestServer, authorization: &str, target: &Target) -> Raw 
     Raw::read(request.send().await.expect("send")).await
 }
 
-async fn attack_suite(mode: Mode) {
-    let (_kube, server) = start(mode, &[]).await;
+async fn attack_suite(backend: Backend, mode: Mode) {
+    let (_kube, server) = start_on(backend, mode, &["--require-expectation"]).await;
+    let s = step(1);
+    server.register(&s).await;
+    // One pod trying to create many rows: one made-up incarnation after another.
+    for i in 0..20 {
+        let invented = ReportRequest {
+            workflow_uid: format!("invented-{i}"),
+            ..s.report(Some(1), true, None)
+        };
+        let error = server.send(&s, &invented).await.expect_err("refused");
+        assert_eq!(error.code(), Some(ProblemCode::NotExpected), "{error}");
+    }
     let mut wrong = Vec::new();
     for attack in attacks() {
         let answer = send(&server, &attack.authorization, &attack.target).await;
-        let code_ok = match attack.status {
-            401 => {
-                answer.json["code"] == "unauthenticated"
-                    && answer.headers.contains_key("www-authenticate")
-            }
-            403 => answer.json["code"] == "forbidden",
-            _ => true,
-        };
+        let code_ok = (attack.code.is_empty() || answer.json["code"] == attack.code)
+            && (attack.status != 401 || answer.headers.contains_key("www-authenticate"));
         if answer.status != attack.status || !code_ok {
             wrong.push(format!(
                 "{}: expected {}, got {} {}",
@@ -390,8 +501,10 @@ async fn attack_suite(mode: Mode) {
         }
     }
     assert!(wrong.is_empty(), "{mode:?}:\n{}", wrong.join("\n"));
-    // Only the two controls wrote: the pod's report and the controller's expectation.
+    // Only the controls wrote: the expectation and the report of step 1, and the
+    // controller's expectation of step 4.
     assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 2);
+    assert_eq!(server.count("SELECT COUNT(*) FROM changes").await, 3);
     let metrics = server.get("/metrics", None).await.text;
     for reason in ["expired", "unknown_key", "forbidden", "too_large"] {
         let counted = metrics.lines().any(|line| {
@@ -404,19 +517,18 @@ async fn attack_suite(mode: Mode) {
     }
 }
 
-#[tokio::test]
-async fn attacks_fail_with_a_jwks_file() {
-    attack_suite(Mode::JwksFile).await;
+async fn attacks_fail_on_each_backend(backend: Backend) {
+    attack_suite(backend, Mode::JwksFile).await;
 }
 
 #[tokio::test]
 async fn attacks_fail_with_the_cluster_keys() {
-    attack_suite(Mode::KubeJwks).await;
+    attack_suite(Backend::Sqlite, Mode::KubeJwks).await;
 }
 
 #[tokio::test]
 async fn attacks_fail_with_token_review() {
-    attack_suite(Mode::TokenReview).await;
+    attack_suite(Backend::Sqlite, Mode::TokenReview).await;
 }
 
 /// A JWKS of the test keys plus a new EC key, and a token signed by the new key.
@@ -605,6 +717,16 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
     let executor = "system:serviceaccount:argo:workflow-executor";
     let token = tokens::user_token(executor);
     let s = step(1);
+    // Registered before the pod exists, so without its UID: the report binds it.
+    let expectation = ExpectationRequest {
+        pod_uid: None,
+        ..s.expectation()
+    };
+    server
+        .controller()
+        .expect(NS, WF, &s.node_id, &expectation)
+        .await
+        .expect("expectation");
     let report = |namespace: &str| {
         let path = format!(
             "/api/v1/namespaces/{namespace}/workflows/{WF}/nodes/{}/result",
@@ -636,7 +758,7 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
             body,
         )
         .await;
-    assert_eq!(stored.status, 201, "{}", stored.text);
+    assert_eq!(stored.status, 200, "{}", stored.text);
     assert_eq!(
         stored.json["podUid"],
         s.pod_uid.as_str(),

@@ -1,0 +1,155 @@
+//! API sections 2 and 8: with `--require-expectation` a pod may report only a node whose
+//! expectation names it, so it can neither win the race for a node whose name it fits nor
+//! invent a workflow incarnation. The default follows how tokens are checked: on with the
+//! cluster's keys, a JWKS file or TokenReview; off with dev auth (`embedded.rs`).
+
+use argo_results_client::proto::{ExpectationRequest, NodeResult, ProblemCode, ReportRequest};
+use argo_results_client::{Answer, ClientError};
+use argo_results_tests::fake_kube::FakeKube;
+use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
+use argo_results_tests::{Backend, TestServer};
+
+on_both_backends!(
+    a_pod_reports_only_a_node_registered_for_it,
+    an_impostor_whose_name_fits_cannot_take_the_node,
+    an_invented_incarnation_creates_nothing,
+    a_registered_pod_uid_refuses_another_pod,
+    the_default_with_the_cluster_keys_requires_expectations,
+);
+
+const REQUIRED: &[&str] = &["--require-expectation"];
+
+async fn nothing_stored(server: &TestServer) {
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 0);
+    assert_eq!(server.count("SELECT COUNT(*) FROM changes").await, 0);
+}
+
+fn not_expected(answer: Result<Answer<NodeResult>, ClientError>) -> String {
+    let error = answer.expect_err("refused");
+    assert_eq!(error.code(), Some(ProblemCode::NotExpected), "{error}");
+    let problem = error.problem().expect("problem");
+    assert_eq!(problem.status, 409);
+    assert_eq!(problem.field.as_deref(), Some("podName"));
+    problem.detail.clone()
+}
+
+async fn a_pod_reports_only_a_node_registered_for_it(backend: Backend) {
+    let server = TestServer::start_with(backend, REQUIRED).await;
+    let s = step(1);
+    let final_report = s.report(Some(1), true, Some(&outputs(1)));
+    let detail = not_expected(server.send(&s, &final_report).await);
+    assert!(detail.contains(&s.pod_name), "{detail}");
+    nothing_stored(&server).await;
+
+    assert_eq!(server.register(&s).await.status, 201);
+    let stored = server.send(&s, &final_report).await.expect("registered");
+    assert_eq!(stored.status, 200, "the expectation created the row");
+    assert_eq!(
+        stored.body.outputs.map(|o| o.get().to_owned()),
+        Some(outputs(1))
+    );
+}
+
+async fn an_impostor_whose_name_fits_cannot_take_the_node(backend: Backend) {
+    let server = TestServer::start_with(backend, REQUIRED).await;
+    let (workflow, node) = ("race", "race-31337");
+    // The controller registers the pod before creating it, so without its UID yet.
+    let expectation = ExpectationRequest {
+        workflow_uid: UID.into(),
+        pod_name: "race-main-31337".into(),
+        pod_uid: None,
+    };
+    server
+        .controller()
+        .expect(NS, workflow, node, &expectation)
+        .await
+        .expect("expectation");
+    let report = |pod_name: &str, pod_uid: &str| ReportRequest {
+        pod_name: pod_name.into(),
+        pod_uid: pod_uid.into(),
+        ..step(1).report(
+            Some(1),
+            true,
+            Some(r#"{"parameters":[{"name":"won","value":"yes"}]}"#),
+        )
+    };
+    // `race-anything-31337` has the shape of a pod of that node, and reports first.
+    let impostor = || async {
+        server
+            .pod(NS, "race-anything-31337", "impostor-uid")
+            .report(
+                NS,
+                workflow,
+                node,
+                &report("race-anything-31337", "impostor-uid"),
+            )
+            .await
+    };
+    let detail = not_expected(impostor().await);
+    assert!(
+        detail.contains("race-main-31337"),
+        "names the expected pod: {detail}"
+    );
+    let stored = server
+        .pod(NS, "race-main-31337", "real-uid")
+        .report(NS, workflow, node, &report("race-main-31337", "real-uid"))
+        .await
+        .expect("the registered pod reports");
+    assert_eq!(stored.body.pod_uid.as_deref(), Some("real-uid"));
+    not_expected(impostor().await);
+}
+
+async fn an_invented_incarnation_creates_nothing(backend: Backend) {
+    let server = TestServer::start_with(backend, REQUIRED).await;
+    let s = step(1);
+    server.register(&s).await;
+    // One pod, many made-up workflow UIDs: each would be a row, and the newest a new
+    // incarnation hiding the real results from reads by name.
+    for i in 0..20 {
+        let invented = ReportRequest {
+            workflow_uid: format!("invented-{i}"),
+            ..s.report(Some(1), true, Some(&outputs(9)))
+        };
+        not_expected(server.send(&s, &invented).await);
+    }
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 1);
+    let read = server
+        .reader()
+        .get_result(NS, WF, &s.node_id, None)
+        .await
+        .expect("read by name");
+    assert_eq!(read.workflow_uid, UID);
+    assert!(read.outputs.is_none());
+}
+
+async fn a_registered_pod_uid_refuses_another_pod(backend: Backend) {
+    let server = TestServer::start_with(backend, REQUIRED).await;
+    let restarted = step(1).restarted();
+    server.register(&restarted).await;
+    let first = step(1);
+    let late = server
+        .send(&first, &first.report(Some(1), true, Some(&outputs(1))))
+        .await
+        .expect_err("the pod the controller replaced");
+    assert_eq!(late.code(), Some(ProblemCode::PodMismatch));
+    server.complete(&restarted, 2).await;
+}
+
+async fn the_default_with_the_cluster_keys_requires_expectations(backend: Backend) {
+    let kube = FakeKube::start().await;
+    let server = TestServer::start_kube(backend, &kube, &["--kube-jwks"]).await;
+    let s = step(1);
+    let mut answer = server.send(&s, &s.report(Some(1), true, None)).await;
+    // The cluster's keys load in the background; until then the answer is 503.
+    for _ in 0..100 {
+        match &answer {
+            Err(error) if error.code() == Some(ProblemCode::Unavailable) => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                answer = server.send(&s, &s.report(Some(1), true, None)).await;
+            }
+            _ => break,
+        }
+    }
+    not_expected(answer);
+    nothing_stored(&server).await;
+}
