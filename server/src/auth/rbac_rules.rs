@@ -133,9 +133,9 @@ mod tests {
                 for namespace in [None, Some("argo")] {
                     let asked = resource_attributes(*verb, namespace);
                     let rule = &rules[0];
-                    assert_eq!(rule.api_groups, Some(vec![asked.group.clone().unwrap()]));
-                    assert_eq!(rule.resources, Some(vec![asked.resource.clone().unwrap()]));
-                    assert!(rule.verbs.contains(&asked.verb.clone().unwrap()));
+                    assert_eq!(rule.api_groups, asked.group.map(|g| vec![g]));
+                    assert_eq!(rule.resources, asked.resource.map(|r| vec![r]));
+                    assert!(asked.verb.is_some_and(|v| rule.verbs.contains(&v)));
                     assert_eq!(asked.namespace.as_deref(), namespace);
                 }
             }
