@@ -164,6 +164,10 @@ pub struct Config {
     #[arg(long)]
     pub openapi: bool,
 
+    /// Print, as ClusterRoles, the RBAC that --rbac checks, and exit.
+    #[arg(long)]
+    pub print_rbac_rules: bool,
+
     /// API requests served at once; the excess answers 429 overloaded with Retry-After
     /// [default: 32 per database connection]. Waiting watches do not count.
     #[arg(long, env = "ARGO_RESULTS_MAX_IN_FLIGHT")]

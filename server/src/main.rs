@@ -28,6 +28,10 @@ async fn main() -> ExitCode {
         print!("{}", argo_results_server::http::openapi_json());
         return ExitCode::SUCCESS;
     }
+    if config.print_rbac_rules {
+        print!("{}", argo_results_server::auth::rbac_rules::print());
+        return ExitCode::SUCCESS;
+    }
     init_logging(config.log_format);
     match argo_results_server::run(config).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,6 +13,7 @@ pub mod keys;
 pub mod kube_keys;
 pub mod pod;
 pub mod rbac;
+pub mod rbac_rules;
 pub mod token_review;
 
 use std::collections::BTreeMap;

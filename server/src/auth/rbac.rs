@@ -1,16 +1,15 @@
 //! `--rbac`: rights decided by the RBAC operators already wrote for Argo's task results,
-//! through SubjectAccessReview on `argoproj.io/workflowtaskresults`. Decisions are cached,
-//! allowed for 10 s and denied for 1 s.
+//! through SubjectAccessReview on `argoproj.io/workflowtaskresults` ([`rbac_rules`], the
+//! table `--print-rbac-rules` prints). Decisions are cached, allowed for 10 s and denied
+//! for 1 s.
 
 use std::time::Duration;
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
-};
+use k8s_openapi::api::authorization::v1::{SubjectAccessReview, SubjectAccessReviewSpec};
 use kube::api::{Api, PostParams};
 
 use super::cache::TtlCache;
-use super::{AuthError, Caller, KubeApi, Verb};
+use super::{AuthError, Caller, KubeApi, Verb, rbac_rules};
 
 const ALLOWED_FOR: Duration = Duration::from_secs(10);
 const DENIED_FOR: Duration = Duration::from_secs(1);
@@ -51,13 +50,7 @@ impl Rbac {
         }
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    group: Some("argoproj.io".into()),
-                    resource: Some("workflowtaskresults".into()),
-                    verb: Some(verb.as_str().into()),
-                    namespace: namespace.map(str::to_owned),
-                    ..ResourceAttributes::default()
-                }),
+                resource_attributes: Some(rbac_rules::resource_attributes(verb, namespace)),
                 user: Some(caller.subject.clone()),
                 groups: Some(caller.groups.clone()),
                 uid: caller.uid.clone(),
