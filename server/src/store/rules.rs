@@ -250,7 +250,12 @@ pub(super) fn expect(
         || match (&expectation.pod_uid, &current.pod_uid) {
             (Some(given), Some(bound)) => given != bound,
             (Some(_), None) => true,
-            (None, _) => false,
+            // A pod about to be created again under the same name (Argo restarts pods that
+            // failed before running): while nothing was reported, the old UID is dropped
+            // so that the new pod's first report is not refused before the controller
+            // names its UID.
+            (None, Some(_)) => current.state == ResultState::Expected,
+            (None, None) => false,
         };
     if !new_pod {
         return Decision::Unchanged(current.clone());
@@ -444,6 +449,19 @@ mod tests {
         assert_eq!(reset.sequence, None);
         assert_eq!(reset.outputs, None);
         assert_eq!(reset.created_at, live.created_at);
+        let again = Expectation {
+            pod_name: "wf-1".into(),
+            pod_uid: None,
+        };
+        assert!(
+            matches!(
+                expect(Some(&live), &key(), &again, 2),
+                Decision::Unchanged(_)
+            ),
+            "a reported row keeps its pod"
+        );
+        let unreported = written(expect(Some(&reset), &key(), &again, 3));
+        assert_eq!(unreported.pod_uid, None, "a pod created again may bind");
         let renamed = Expectation {
             pod_name: "wf-main-1".into(),
             pod_uid: None,
