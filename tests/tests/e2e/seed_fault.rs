@@ -10,7 +10,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use argo_results_client::controller::{Decision, PodPhase, Reconciler};
+use argo_results_client::controller::{Decision, PodPhase, Reconciler, WorkflowRef};
 use argo_results_client::proto::{PROTOCOL_VERSION, ReportRequest, ResultState};
 use argo_results_tests::fixtures::NS;
 use argo_results_tests::tokens::{self, CONTROLLER};
@@ -128,12 +128,23 @@ impl Run {
 /// Runs one workflow to the end under `rule`, returning what went wrong.
 async fn run_workflow(server_url: String, run: u32, rule: Rule) -> Violations {
     let controller = retrying(&server_url, tokens::user_token(CONTROLLER));
-    let mut reconciler = Reconciler::new(controller, NS, 0);
+    let mut reconciler = Reconciler::new(controller, 0);
     let run = Run {
         workflow: format!("seed-{rule:?}-{run}").to_lowercase(),
         uid: format!("uid-{rule:?}-{run}"),
         phases: Arc::new(Mutex::new(HashMap::new())),
     };
+    if rule == Rule::Informer {
+        // The informer caches every result of the workflow; nothing is registered.
+        reconciler
+            .track(WorkflowRef {
+                namespace: NS.into(),
+                name: run.workflow.clone(),
+                uid: run.uid.clone(),
+            })
+            .await
+            .expect("list");
+    }
     let mut outputs: HashMap<usize, Option<String>> = HashMap::new();
     let mut started = std::collections::HashSet::new();
     let mut violations = Violations::default();
@@ -150,6 +161,7 @@ async fn run_workflow(server_url: String, run: u32, rule: Rule) -> Violations {
             if rule == Rule::Reconciler {
                 reconciler
                     .pod_created(
+                        NS,
                         &run.workflow,
                         &run.uid,
                         &run.node_id(node),
