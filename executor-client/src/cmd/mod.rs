@@ -4,6 +4,7 @@ pub mod failure;
 pub mod get;
 mod output;
 pub mod report;
+mod sequence;
 pub mod token;
 pub mod watch;
 pub mod whoami;

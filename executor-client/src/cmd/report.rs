@@ -2,27 +2,34 @@
 //! every transient failure until the deadline, so a report survives restarts of the server,
 //! of its database and of the network in between.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use argo_results_client::proto::{PROTOCOL_VERSION, ReportRequest};
+use argo_results_client::proto::{PROTOCOL_VERSION, ProblemCode, ReportRequest};
 use argo_results_client::{Client, RetryPolicy, TokenSource, token_namespace};
 use clap::Args;
+use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::failure::Failure;
+use super::sequence;
 
 /// Report this pod's node result to argo-results (run by the wait container).
 ///
 /// The pod's identity comes from the environment Argo gives its containers; each flag
 /// below names its variable. Exit codes: 0 stored, 2 usage, 3 refused (the problem's code
-/// and detail on stderr), 4 gave up at the deadline.
+/// and detail on stderr), 4 gave up at the deadline. A report of progress alone (no --final,
+/// --outputs, --phase, --exit-code or --message) refused because the result is already
+/// completed exits 0 with a note on stderr: Argo's executor only logs a failed progress
+/// update.
 ///
 /// Examples:
 ///   argo-results report --progress 3/10
 ///   argo-results report --final --outputs /var/run/argo/outputs.json
+///   argo-results report --final --phase Failed --exit-code 1 --outputs /tmp/outputs.json
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct ReportArgs {
@@ -38,22 +45,36 @@ pub struct ReportArgs {
     #[arg(long)]
     progress: Option<String>,
 
-    /// The node phase (Succeeded, Failed, ...), when the executor knows it.
-    #[arg(long)]
+    /// How the step ended, as Argo names it (with --final).
+    #[arg(long, requires = "is_final", value_parser = ["Succeeded", "Failed", "Error"])]
     phase: Option<String>,
+
+    /// The main container's exit code (with --final), sent as the outputs' `exitCode`, a
+    /// string as in Argo's Outputs; the outputs must not already have one.
+    #[arg(long, requires = "is_final", allow_negative_numbers = true)]
+    exit_code: Option<i32>,
 
     #[arg(long)]
     message: Option<String>,
 
-    /// Orders this pod's reports [default: Unix milliseconds, which grow between runs].
+    /// Orders this pod's reports [default: taken from --sequence-file].
     #[arg(long)]
     sequence: Option<i64>,
+
+    /// A counter shared by the pod's processes that report (main of a resource or data
+    /// template, and wait), so that no two send the same sequence: under a lock, the larger
+    /// of the stored value + 1 and Unix microseconds [default:
+    /// /var/run/argo/argo-results-sequence when /var/run/argo exists; without it, Unix
+    /// microseconds, which two processes may then share].
+    #[arg(long, env = "ARGO_RESULTS_SEQUENCE_FILE")]
+    sequence_file: Option<PathBuf>,
 
     /// Give up after this long (e.g. 30s, 5m) [default: until ARGO_DEADLINE, else never].
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
 
-    /// The pod's deadline (RFC 3339), used when --timeout is not given.
+    /// The pod's deadline (RFC 3339), used when --timeout is not given. Empty, or Go's zero
+    /// time 0001-01-01T00:00:00Z (what Argo sets when the workflow has none), means none.
     #[arg(long, env = "ARGO_DEADLINE", hide_env_values = true)]
     deadline: Option<String>,
 
@@ -92,6 +113,53 @@ pub struct ReportArgs {
 
     #[arg(long, env = "ARGO_INSTANCE_ID")]
     instance_id: Option<String>,
+}
+
+/// Go's zero `time.Time` in Unix seconds: Argo's `ARGO_DEADLINE` when the workflow has no
+/// deadline (`workflow/controller/workflowpod.go`, `getDeadline` starts from `time.Time{}`,
+/// formatted RFC 3339), which argoexec reads as none (`executor.go`, `monitorDeadline`).
+const GO_ZERO_TIME: i64 = -62_135_596_800;
+
+/// `ARGO_DEADLINE` as a time, `None` when there is no deadline.
+fn parse_deadline(text: &str) -> Result<Option<jiff::Timestamp>, Failure> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let deadline: jiff::Timestamp = text.parse().map_err(|e| {
+        Failure::Usage(format!(
+            "ARGO_DEADLINE {text:?} is not an RFC 3339 time: {e}"
+        ))
+    })?;
+    Ok(
+        (deadline.as_second() != GO_ZERO_TIME || deadline.subsec_nanosecond() != 0)
+            .then_some(deadline),
+    )
+}
+
+/// `outputs` with Argo's `exitCode` (`Outputs.ExitCode`, a decimal string) inserted as the
+/// first member by editing the text, so that every other value stays byte for byte.
+fn with_exit_code(outputs: Option<Box<RawValue>>, code: i32) -> Result<Box<RawValue>, Failure> {
+    let member = format!(r#""exitCode":"{code}""#);
+    let text = match outputs {
+        None => format!("{{{member}}}"),
+        Some(outputs) => {
+            let text = outputs.get();
+            let members: HashMap<String, IgnoredAny> =
+                serde_json::from_str(text).map_err(|_| {
+                    Failure::Usage("--outputs must be a JSON object to carry --exit-code".into())
+                })?;
+            if members.contains_key("exitCode") {
+                return Err(Failure::Usage(
+                    "--outputs already has an exitCode; drop it or --exit-code".into(),
+                ));
+            }
+            let open = text.find('{').unwrap_or_default() + 1;
+            let separator = if members.is_empty() { "" } else { "," };
+            format!("{}{member}{separator}{}", &text[..open], &text[open..])
+        }
+    };
+    RawValue::from_string(text).map_err(|e| Failure::Other(format!("outputs with exitCode: {e}")))
 }
 
 fn read_outputs(source: &str) -> Result<Box<RawValue>, Failure> {
@@ -154,14 +222,10 @@ impl ReportArgs {
         if let Some(timeout) = self.timeout {
             return Ok(Some(Instant::now() + timeout));
         }
-        let Some(text) = &self.deadline else {
+        let deadline = self.deadline.as_deref().map(parse_deadline).transpose()?;
+        let Some(deadline) = deadline.flatten() else {
             return Ok(None);
         };
-        let deadline: jiff::Timestamp = text.parse().map_err(|e| {
-            Failure::Usage(format!(
-                "ARGO_DEADLINE {text:?} is not an RFC 3339 time: {e}"
-            ))
-        })?;
         let left = jiff::Timestamp::now().duration_until(deadline);
         Ok(Some(
             Instant::now() + Duration::try_from(left).unwrap_or_default(),
@@ -181,14 +245,48 @@ impl ReportArgs {
         })
     }
 
+    /// The explicit `--sequence`, else the next value of the counter file, else the clock.
+    fn sequence(&self) -> Result<i64, Failure> {
+        if let Some(sequence) = self.sequence {
+            return Ok(sequence);
+        }
+        if let Some(path) = &self.sequence_file {
+            return sequence::take(path).map_err(|e| {
+                Failure::Usage(format!(
+                    "cannot use --sequence-file {}: {e}",
+                    path.display()
+                ))
+            });
+        }
+        let Some(path) = sequence::argo_default_file() else {
+            return Ok(sequence::clock());
+        };
+        sequence::take(&path).or_else(|e| {
+            eprintln!(
+                "argo-results: cannot use {}: {e}; the sequence is Unix microseconds",
+                path.display()
+            );
+            Ok(sequence::clock())
+        })
+    }
+
+    /// Only progress: what Argo's executor sends on its progress ticker
+    /// (`executor.go`, `monitorProgress`) and only logs when refused.
+    fn is_progress_only(&self) -> bool {
+        !self.is_final
+            && self.outputs.is_none()
+            && self.phase.is_none()
+            && self.exit_code.is_none()
+            && self.message.is_none()
+    }
+
     fn body(&self, identity: &Identity<'_>) -> Result<ReportRequest, Failure> {
-        let sequence = self.sequence.unwrap_or_else(|| {
-            let millis = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_millis();
-            i64::try_from(millis).unwrap_or(i64::MAX)
-        });
+        let outputs = self.outputs.as_deref().map(read_outputs).transpose()?;
+        let outputs = match self.exit_code {
+            Some(code) => Some(with_exit_code(outputs, code)?),
+            None => outputs,
+        };
+        let sequence = self.sequence()?;
         Ok(ReportRequest {
             protocol_version: PROTOCOL_VERSION,
             workflow_uid: identity.workflow_uid.to_owned(),
@@ -197,7 +295,7 @@ impl ReportArgs {
             instance_id: self.instance_id.clone(),
             sequence: Some(sequence),
             is_final: self.is_final,
-            outputs: self.outputs.as_deref().map(read_outputs).transpose()?,
+            outputs,
             progress: self.progress.clone(),
             phase: self.phase.clone(),
             message: self.message.clone(),
@@ -222,10 +320,22 @@ pub async fn run(args: &ReportArgs) -> Result<(), Failure> {
             );
         })
         .build()?;
-    let stored = client
+    let stored = match client
         .report(&namespace, identity.workflow, identity.node_id, &body)
-        .await?
-        .body;
+        .await
+    {
+        Ok(answer) => answer.body,
+        Err(error)
+            if args.is_progress_only() && error.code() == Some(ProblemCode::AlreadyCompleted) =>
+        {
+            eprintln!(
+                "argo-results: progress not stored: {namespace}/{} {} is already completed",
+                identity.workflow, identity.node_id
+            );
+            return Ok(());
+        }
+        Err(error) => return Err(error.into()),
+    };
     println!(
         "stored {namespace}/{} {}: {} at revision {}",
         identity.workflow,
@@ -234,4 +344,67 @@ pub async fn run(args: &ReportArgs) -> Result<(), Failure> {
         stored.revision
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outputs(text: &str) -> Option<Box<RawValue>> {
+        Some(RawValue::from_string(text.to_owned()).expect("JSON"))
+    }
+
+    fn usage(result: Result<Box<RawValue>, Failure>) -> String {
+        match result {
+            Err(Failure::Usage(message)) => message,
+            other => panic!("expected a usage failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_deadline_is_empty_or_gos_zero_time() {
+        for none in ["", "  ", "0001-01-01T00:00:00Z"] {
+            assert_eq!(parse_deadline(none).expect("parses"), None, "{none:?}");
+        }
+        let past: jiff::Timestamp = "2001-02-03T04:05:06Z".parse().expect("time");
+        assert_eq!(
+            parse_deadline("2001-02-03T04:05:06Z").expect("parses"),
+            Some(past)
+        );
+        assert!(
+            parse_deadline("0001-01-01T00:00:01Z")
+                .expect("parses")
+                .is_some(),
+            "only the zero time itself means none"
+        );
+        assert!(matches!(parse_deadline("tomorrow"), Err(Failure::Usage(_))));
+    }
+
+    #[test]
+    fn the_exit_code_is_inserted_and_every_other_byte_kept() {
+        let text = r#"{ "parameters" : [{"value":"1.50", "name":"é\u0000"}],"result":"x" }"#;
+        let merged = with_exit_code(outputs(text), 137).expect("merged");
+        assert_eq!(
+            merged.get(),
+            r#"{"exitCode":"137", "parameters" : [{"value":"1.50", "name":"é\u0000"}],"result":"x" }"#
+        );
+        assert_eq!(
+            with_exit_code(outputs("{ }"), 0).expect("merged").get(),
+            r#"{"exitCode":"0" }"#
+        );
+        assert_eq!(
+            with_exit_code(None, -1).expect("alone").get(),
+            r#"{"exitCode":"-1"}"#
+        );
+    }
+
+    #[test]
+    fn outputs_with_an_exit_code_or_not_an_object_are_refused() {
+        assert!(usage(with_exit_code(outputs(r#"{"exitCode":"0"}"#), 1)).contains("already"));
+        assert!(
+            usage(with_exit_code(outputs(r#"{"exit\u0043ode":"0"}"#), 1)).contains("already"),
+            "an escaped key is the same key"
+        );
+        assert!(usage(with_exit_code(outputs("[]"), 1)).contains("JSON object"));
+    }
 }

@@ -1,36 +1,50 @@
 //! The `argo-results` CLI against the real server: the wait container's `report` with its
 //! retries and exit codes, and the admin commands.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
 use argo_results_client::proto::{NodeResult, ResultList};
 use argo_results_tests::fixtures::{NS, Step, UID, WF, outputs, step};
-use argo_results_tests::server::{binary, free_port};
+use argo_results_tests::server::{ScratchDir, binary, free_port, now_millis};
 use argo_results_tests::tls::TestCa;
 use argo_results_tests::tokens::{self, READER};
 use argo_results_tests::{Backend, TestServer};
+use futures_util::future::join_all;
+use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 on_both_backends!(
     report_progress_then_final_then_replays,
     report_waits_for_a_server_that_starts_late,
+    report_without_a_deadline_retries_until_stored_and_past_one_gives_up,
+    a_progress_tick_refused_as_completed_exits_0_and_other_refusals_exit_3,
+    concurrent_reports_sharing_a_sequence_file_never_share_a_sequence,
+    an_explicit_sequence_wins_over_the_sequence_file,
+    a_final_report_carries_phase_and_exit_code_and_keeps_outputs_byte_exact,
+    long_names_the_root_node_and_a_template_less_node_report_and_read_back,
     report_rereads_the_token_file_before_each_attempt,
     report_trusts_the_ca_file_for_tls,
     watch_json_resumes_after_a_restart_without_gaps_or_repeats,
     get_prints_tables_json_and_yaml,
 );
 
-/// `argo-results` with the environment Argo gives the wait container of `step`.
+/// `argo-results` with the environment Argo gives the wait container of `step` of [`WF`].
 fn wait_container(url: &str, token_file: &Path, step: &Step) -> Command {
+    wait_container_of(url, token_file, WF, step)
+}
+
+/// [`wait_container`] of a step of `workflow`.
+fn wait_container_of(url: &str, token_file: &Path, workflow: &str, step: &Step) -> Command {
     let mut command = Command::new(binary("argo-results"));
     command
         .env_clear()
         .env("ARGO_RESULTS_URL", url)
         .env("ARGO_RESULTS_TOKEN_FILE", token_file)
-        .env("ARGO_WORKFLOW_NAME", WF)
+        .env("ARGO_WORKFLOW_NAME", workflow)
         .env("ARGO_WORKFLOW_UID", UID)
         .env("ARGO_NODE_ID", &step.node_id)
         .env("ARGO_POD_NAME", &step.pod_name)
@@ -40,10 +54,17 @@ fn wait_container(url: &str, token_file: &Path, step: &Step) -> Command {
 }
 
 /// Writes `step`'s pod token (it names the namespace) and returns its path.
-fn token_file(dir: &Path, step: &Step) -> std::path::PathBuf {
-    let path = dir.join("token");
+fn token_file(dir: &Path, step: &Step) -> PathBuf {
+    let path = dir.join(format!("{}.token", step.pod_name));
     std::fs::write(&path, tokens::pod_token(NS, &step.pod_name, &step.pod_uid)).expect("token");
     path
+}
+
+/// `report` with `args` from `step`'s wait container, its token written to `dir`.
+fn report(url: &str, dir: &Path, step: &Step, args: &[&str]) -> Command {
+    let mut command = wait_container(url, &token_file(dir, step), step);
+    command.arg("report").args(args);
+    command
 }
 
 /// An admin command with a reader token.
@@ -120,7 +141,7 @@ async fn report_progress_then_final_then_replays(backend: Backend) {
 
 async fn report_waits_for_a_server_that_starts_late(backend: Backend) {
     let port = free_port();
-    let dir = argo_results_tests::server::ScratchDir::new();
+    let dir = ScratchDir::new();
     let s = step(1);
     let token = token_file(&dir.0, &s);
     let mut reporting = wait_container(&format!("http://127.0.0.1:{port}"), &token, &s);
@@ -156,7 +177,7 @@ async fn report_waits_for_a_server_that_starts_late(backend: Backend) {
 
 #[tokio::test]
 async fn report_gives_up_at_the_deadline_with_nothing_listening() {
-    let dir = argo_results_tests::server::ScratchDir::new();
+    let dir = ScratchDir::new();
     let s = step(1);
     let token = token_file(&dir.0, &s);
     let mut command = wait_container(&format!("http://127.0.0.1:{}", free_port()), &token, &s);
@@ -190,9 +211,331 @@ async fn report_without_its_identity_is_a_usage_error() {
     }
 }
 
+/// Argo sets `ARGO_DEADLINE` to Go's zero time when the workflow has none
+/// (`workflowpod.go`, `getDeadline`): that, like an empty value, retries without end, while
+/// a deadline in the past gives up at the first transient failure.
+async fn report_without_a_deadline_retries_until_stored_and_past_one_gives_up(backend: Backend) {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let dir = ScratchDir::new();
+    let with_deadline = |s: &Step, deadline: &str| {
+        let mut command = report(&url, &dir.0, s, &["--final"]);
+        command.env("ARGO_DEADLINE", deadline);
+        command
+    };
+    let past = run(with_deadline(&step(3), "2001-02-03T04:05:06Z")).await;
+    assert_eq!(past.status.code(), Some(4), "{}", stderr(&past));
+    assert!(
+        stderr(&past).contains("gave up at the deadline"),
+        "{}",
+        stderr(&past)
+    );
+    let zero = run(with_deadline(&step(1), "0001-01-01T00:00:00Z"));
+    let empty = run(with_deadline(&step(2), ""));
+    let late_server = async {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        TestServer::start_with(backend, &["--listen", &format!("127.0.0.1:{port}")]).await
+    };
+    let (zero, empty, server) = tokio::join!(zero, empty, late_server);
+    for output in [&zero, &empty] {
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(output));
+        assert!(stderr(output).contains("retrying"), "{}", stderr(output));
+    }
+    let reader = server.reader();
+    for s in [step(1), step(2)] {
+        let stored = reader.get_result(NS, WF, &s.node_id, None).await;
+        assert_eq!(stored.expect("stored").state.as_str(), "completed");
+    }
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 2);
+}
+
+/// A progress tick that lands after the node completed is only noted, as Argo's executor
+/// only logs a failed progress update (`executor.go`, `monitorProgress`).
+async fn a_progress_tick_refused_as_completed_exits_0_and_other_refusals_exit_3(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let dir = &server.dir.0;
+    let s = step(1);
+    let completed = server.complete(&s, 1).await.body;
+
+    let tick = run(report(server.url(), dir, &s, &["--progress", "5/10"])).await;
+    assert_eq!(tick.status.code(), Some(0), "{}", stderr(&tick));
+    let note = stderr(&tick);
+    assert_eq!(note.lines().count(), 1, "one note: {note}");
+    assert!(note.contains("already completed"), "{note}");
+
+    let with_message = run(report(
+        server.url(),
+        dir,
+        &s,
+        &["--progress", "6/10", "--message", "late"],
+    ))
+    .await;
+    assert_eq!(
+        with_message.status.code(),
+        Some(3),
+        "not progress alone: {}",
+        stderr(&with_message)
+    );
+    let late_final = run(report(
+        server.url(),
+        dir,
+        &s,
+        &["--final", "--phase", "Failed"],
+    ))
+    .await;
+    assert_eq!(late_final.status.code(), Some(3), "{}", stderr(&late_final));
+    assert!(stderr(&late_final).contains("already_completed"));
+    let stored = server
+        .reader()
+        .get_result(NS, WF, &s.node_id, None)
+        .await
+        .expect("read");
+    assert_eq!(stored.revision, completed.revision, "nothing changed");
+    assert_eq!(stored.progress, None);
+
+    // A tick refused for another reason still fails.
+    let other = step(2);
+    let newer = run(report(
+        server.url(),
+        dir,
+        &other,
+        &["--progress", "2/4", "--sequence", "5"],
+    ))
+    .await;
+    assert_eq!(newer.status.code(), Some(0), "{}", stderr(&newer));
+    let older = run(report(
+        server.url(),
+        dir,
+        &other,
+        &["--progress", "1/4", "--sequence", "4"],
+    ))
+    .await;
+    assert_eq!(older.status.code(), Some(3), "{}", stderr(&older));
+    assert!(
+        stderr(&older).contains("stale_sequence"),
+        "{}",
+        stderr(&older)
+    );
+}
+
+/// The next value of a sequence file seeded far ahead of the clock.
+fn seeded_sequence_file(dir: &Path) -> (PathBuf, i64) {
+    let path = dir.join("argo-results-sequence");
+    let ahead = now_millis() * 1000 + 1_000_000_000_000;
+    std::fs::write(&path, ahead.to_string()).expect("seed");
+    (path, ahead + 1)
+}
+
+/// The processes of one pod that report (main of a resource template, and wait) share
+/// `/var/run/argo`; sixteen processes at once, each reporting its own node so that the
+/// value each took can be read back, take every value once.
+async fn concurrent_reports_sharing_a_sequence_file_never_share_a_sequence(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let dir = &server.dir.0;
+    let (file, first) = seeded_sequence_file(dir);
+    let steps: Vec<Step> = (0..16).map(step).collect();
+    let outputs = join_all(steps.iter().map(|s| {
+        let mut command = report(server.url(), dir, s, &["--progress", "1/2"]);
+        command.env("ARGO_RESULTS_SEQUENCE_FILE", &file);
+        run(command)
+    }))
+    .await;
+    for output in &outputs {
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(output));
+    }
+    let reader = server.reader();
+    let mut sequences = Vec::new();
+    for s in &steps {
+        let stored = reader.get_result(NS, WF, &s.node_id, None).await;
+        sequences.push(stored.expect("stored").sequence.expect("a sequence"));
+    }
+    sequences.sort_unstable();
+    let expected: Vec<i64> = (0..16).map(|i| first + i).collect();
+    assert_eq!(sequences, expected, "each value taken once");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        (first + 15).to_string()
+    );
+}
+
+async fn an_explicit_sequence_wins_over_the_sequence_file(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let dir = &server.dir.0;
+    let (file, first) = seeded_sequence_file(dir);
+    let s = step(1);
+    let mut explicit = report(
+        server.url(),
+        dir,
+        &s,
+        &["--progress", "1/2", "--sequence", "7"],
+    );
+    explicit.env("ARGO_RESULTS_SEQUENCE_FILE", &file);
+    let output = run(explicit).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let stored = server.reader().get_result(NS, WF, &s.node_id, None).await;
+    assert_eq!(stored.expect("stored").sequence, Some(7));
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        (first - 1).to_string(),
+        "the file was not taken from"
+    );
+}
+
+/// The stored outputs' members, each as its exact text.
+fn members(result: &NodeResult) -> BTreeMap<String, String> {
+    let outputs = result.outputs.as_ref().expect("outputs");
+    let members: BTreeMap<String, Box<RawValue>> =
+        serde_json::from_str(outputs.get()).expect("an object");
+    members
+        .into_iter()
+        .map(|(key, value)| (key, value.get().to_owned()))
+        .collect()
+}
+
+async fn a_final_report_carries_phase_and_exit_code_and_keeps_outputs_byte_exact(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let dir = &server.dir.0;
+    let parameters = r#"[{"name":"ratio", "value":"1.50","valueFrom":{"path":"/tmp/r"}}]"#;
+    let artifacts = r#"[ {"name":"main-logs","s3":{"key":"wf/pod/main.log"}} ]"#;
+    let file = dir.join("outputs.json");
+    std::fs::write(
+        &file,
+        format!(r#"{{ "parameters" : {parameters}, "artifacts":{artifacts} }}"#),
+    )
+    .expect("outputs");
+    let file = file.to_str().expect("path");
+
+    let s = step(1);
+    let args = [
+        "--final",
+        "--phase",
+        "Failed",
+        "--exit-code",
+        "3",
+        "--outputs",
+        file,
+    ];
+    let failed = run(report(server.url(), dir, &s, &args)).await;
+    assert_eq!(failed.status.code(), Some(0), "{}", stderr(&failed));
+    let stored = server
+        .reader()
+        .get_result(NS, WF, &s.node_id, None)
+        .await
+        .expect("read");
+    assert_eq!(stored.phase.as_deref(), Some("Failed"));
+    let expected: BTreeMap<String, String> = [
+        ("exitCode", r#""3""#),
+        ("parameters", parameters),
+        ("artifacts", artifacts),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value.to_owned()))
+    .collect();
+    assert_eq!(members(&stored), expected);
+
+    let alone = step(2);
+    let succeeded = run(report(
+        server.url(),
+        dir,
+        &alone,
+        &["--final", "--phase", "Succeeded", "--exit-code", "0"],
+    ))
+    .await;
+    assert_eq!(succeeded.status.code(), Some(0), "{}", stderr(&succeeded));
+    let stored = server
+        .reader()
+        .get_result(NS, WF, &alone.node_id, None)
+        .await
+        .expect("read");
+    assert_eq!(
+        stored.outputs.map(|o| o.get().to_owned()).as_deref(),
+        Some(r#"{"exitCode":"0"}"#)
+    );
+
+    // Usage errors, nothing sent: an exit code before the end, or a second exitCode.
+    let refused = step(3);
+    let not_final = run(report(server.url(), dir, &refused, &["--exit-code", "1"])).await;
+    assert_eq!(not_final.status.code(), Some(2), "{}", stderr(&not_final));
+    let twice = dir.join("twice.json");
+    std::fs::write(&twice, r#"{"exitCode":"1"}"#).expect("outputs");
+    let twice = twice.to_str().expect("path");
+    let doubled = run(report(
+        server.url(),
+        dir,
+        &refused,
+        &["--final", "--exit-code", "1", "--outputs", twice],
+    ))
+    .await;
+    assert_eq!(doubled.status.code(), Some(2), "{}", stderr(&doubled));
+    assert!(
+        stderr(&doubled).contains("exitCode"),
+        "{}",
+        stderr(&doubled)
+    );
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 2);
+}
+
+/// Argo's longest names: a 63-character workflow (`workflow/validate/validate.go`,
+/// `maxCharsInObjectName`) and a 128-character template (`workflowFieldMaxLength`) make a
+/// 74-character node ID and a 203-character v2 pod name (`workflow/util/pod_name.go`,
+/// `GeneratePodName`); the root node's pod is the workflow's name, and a node without a
+/// template has the node ID as its pod name.
+pub(crate) fn long_named_steps() -> (String, [Step; 3]) {
+    let workflow = format!("{:w<63}", "long-workflow-");
+    let template = format!("{:t<128}", "long-template-");
+    let node_id = format!("{workflow}-4294967295");
+    let v2 = Step {
+        pod_name: format!("{workflow}-{template}-4294967295"),
+        node_id,
+        pod_uid: "0b6f7c1e-0000-4000-8000-000000000001".into(),
+    };
+    let root = Step {
+        node_id: workflow.clone(),
+        pod_name: workflow.clone(),
+        pod_uid: "0b6f7c1e-0000-4000-8000-000000000002".into(),
+    };
+    let template_less = Step {
+        node_id: format!("{workflow}-1234567890"),
+        pod_name: format!("{workflow}-1234567890"),
+        pod_uid: "0b6f7c1e-0000-4000-8000-000000000003".into(),
+    };
+    assert_eq!(
+        (workflow.len(), v2.node_id.len(), v2.pod_name.len()),
+        (63, 74, 203)
+    );
+    (workflow, [v2, root, template_less])
+}
+
+async fn long_names_the_root_node_and_a_template_less_node_report_and_read_back(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let dir = &server.dir.0;
+    let (workflow, steps) = long_named_steps();
+    let file = dir.join("outputs.json");
+    for (i, s) in (1..).zip(&steps) {
+        std::fs::write(&file, outputs(i)).expect("outputs");
+        let mut command = wait_container_of(server.url(), &token_file(dir, s), &workflow, s);
+        command.args(["report", "--final", "--outputs"]).arg(&file);
+        let output = run(command).await;
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}: {}",
+            s.pod_name,
+            stderr(&output)
+        );
+        let stored = server
+            .reader()
+            .get_result(NS, &workflow, &s.node_id, None)
+            .await
+            .expect("read back");
+        assert_eq!(stored.pod_name.as_deref(), Some(s.pod_name.as_str()));
+        assert_eq!(stored.outputs.map(|o| o.get().to_owned()), Some(outputs(i)));
+    }
+}
+
 async fn report_rereads_the_token_file_before_each_attempt(backend: Backend) {
     let port = free_port();
-    let dir = argo_results_tests::server::ScratchDir::new();
+    let dir = ScratchDir::new();
     let s = step(1);
     let token = dir.0.join("token");
     // The first token would be refused (401, which is final): only a re-read succeeds.
@@ -213,7 +556,7 @@ async fn report_rereads_the_token_file_before_each_attempt(backend: Backend) {
 
 async fn report_trusts_the_ca_file_for_tls(backend: Backend) {
     let ca = TestCa::new("argo-results test CA");
-    let dir = argo_results_tests::server::ScratchDir::new();
+    let dir = ScratchDir::new();
     let cert = ca.server_cert();
     let (cert_file, key_file, ca_file) = (
         dir.0.join("tls.crt"),

@@ -19,7 +19,7 @@ on_both_backends!(
 );
 
 /// Polls `check` every 100 ms until it holds, bounded so a hang fails the test.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+pub(crate) async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     for _ in 0..300 {
         if check().await {
             return;
@@ -137,10 +137,10 @@ async fn the_reconciler_relists_when_its_history_is_gone(backend: Backend) {
         &["--feed-retention", "1s", "--retention-every", "100ms"],
     )
     .await;
-    let mut controller = Reconciler::new(server.controller(), NS, 0);
+    let mut controller = Reconciler::new(server.controller(), 0);
     let s = step(1);
     controller
-        .pod_created(WF, UID, &s.node_id, &s.pod_name, &s.pod_uid)
+        .pod_created(NS, WF, UID, &s.node_id, &s.pod_name, &s.pod_uid)
         .await
         .expect("expect");
     controller.follow(0).await.expect("feed");
