@@ -1,5 +1,6 @@
 //! `argo-results claims`: which scheduled ticks of a cron workflow ran.
 
+use argo_results_client::RunsOptions;
 use clap::Args;
 
 use super::connect::{Connection, namespaced};
@@ -30,9 +31,11 @@ pub struct ClaimsArgs {
 pub async fn run(args: &ClaimsArgs) -> Result<(), Failure> {
     let (namespace, name) = namespaced(&args.cron_workflow)?;
     let client = args.connection.client()?;
-    let list = client
-        .claims(&namespace, &name, args.cron_workflow_uid.as_deref())
-        .await?;
+    let options = RunsOptions {
+        cron_workflow_uid: args.cron_workflow_uid.clone(),
+        ..RunsOptions::default()
+    };
+    let list = client.runs(&namespace, &name, &options).await?;
     let text = match args.output {
         Format::Table if list.items.is_empty() => {
             format!("no claimed runs of {namespace}/{name}\n")
