@@ -165,11 +165,20 @@ pub struct FeedChunk {
     pub revision: i64,
 }
 
+/// The times before which retention removes each kind of row (Unix milliseconds).
+#[derive(Debug, Clone, Copy)]
+pub struct PruneBefore {
+    pub changes: i64,
+    pub results: i64,
+    pub claims: i64,
+}
+
 /// What one retention pass removed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pruned {
     pub results: u64,
     pub changes: u64,
+    pub claims: u64,
 }
 
 /// Why the store refused a request. Nothing was written.
@@ -344,10 +353,11 @@ pub trait Store: std::fmt::Debug + Send + Sync + 'static {
     /// Records what the holder of a claim did with its tick.
     fn settle(&self, settlement: Settlement) -> BoxFuture<'_, StoreResult<Claim>>;
     fn claims(&self, query: ClaimQuery) -> BoxFuture<'_, StoreResult<ClaimPage>>;
-    /// Removes feed history recorded before `changes_before` and results unchanged since
-    /// `results_before` (Unix milliseconds), in batches.
-    fn prune(&self, changes_before: i64, results_before: i64)
-    -> BoxFuture<'_, StoreResult<Pruned>>;
+    /// Removes, in batches, feed history recorded before `before.changes`, results
+    /// unchanged since `before.results`, and claims taken before `before.claims` that are
+    /// settled and not their cron workflow's newest settled one, or whose lease expired
+    /// unsettled before it (Unix milliseconds).
+    fn prune(&self, before: PruneBefore) -> BoxFuture<'_, StoreResult<Pruned>>;
     /// How many results are `expected` and `reporting` (not finished) across the store.
     fn pending(&self) -> BoxFuture<'_, StoreResult<(u64, u64)>>;
     /// The newest committed revision, updated after every commit of any replica.

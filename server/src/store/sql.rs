@@ -25,8 +25,8 @@ use super::row::{Row, result_columns};
 use super::rules::{self, Decision, ReportPolicy};
 use super::{
     ACQUIRE_TIMEOUT, BoxFuture, ClaimPage, ClaimQuery, Expectation, FeedChunk, ListQuery, NewClaim,
-    Outcome, Pruned, Refusal, Report, ResultKey, ResultPage, Settlement, Store, StoreError,
-    StoreResult, Written, postgres, sqlite,
+    Outcome, PruneBefore, Pruned, Refusal, Report, ResultKey, ResultPage, Settlement, Store,
+    StoreError, StoreResult, Written, postgres, sqlite,
 };
 use crate::clock::now_millis;
 use crate::feed::Notifier;
@@ -185,6 +185,41 @@ const SELECT_CLAIMS: &str = concat!(
 const LAST_SETTLED: &str = "SELECT MAX(scheduled_time) FROM cron_claims \
      WHERE namespace = $1 AND cron_workflow = $2 AND ($3 = '' OR cron_workflow_uid = $3) \
      AND state <> 'claimed'";
+/// Claims (as `c`) that retention removes: taken before $1, and either settled with a newer
+/// settled tick of the same cron workflow, or unsettled with a lease that expired before $1.
+macro_rules! prunable_claim {
+    ($c:literal) => {
+        concat!(
+            $c,
+            ".claimed_at < $1 AND ((",
+            $c,
+            ".state = 'claimed' AND ",
+            $c,
+            ".lease_expires_at < $1) OR (",
+            $c,
+            ".state <> 'claimed' AND EXISTS \
+             (SELECT 1 FROM cron_claims AS newer WHERE newer.namespace = ",
+            $c,
+            ".namespace AND newer.cron_workflow = ",
+            $c,
+            ".cron_workflow \
+             AND newer.state <> 'claimed' AND newer.scheduled_time > ",
+            $c,
+            ".scheduled_time)))"
+        )
+    };
+}
+/// At most $2 prunable claims, oldest first. The condition is checked again on the rows
+/// deleted: a claim taken over meanwhile (its row locked, then changed) is no longer old.
+const DELETE_OLD_CLAIMS: &str = concat!(
+    "DELETE FROM cron_claims WHERE ",
+    prunable_claim!("cron_claims"),
+    " AND (cron_workflow_uid, scheduled_time) IN (SELECT old.cron_workflow_uid, \
+     old.scheduled_time FROM cron_claims AS old WHERE ",
+    prunable_claim!("old"),
+    " ORDER BY old.claimed_at LIMIT $2)"
+);
+
 /// A fresh `claimId`: a random UUID (version 4), like the UIDs Kubernetes hands out.
 fn new_claim_id() -> StoreResult<String> {
     let mut bytes = [0u8; 16];
@@ -906,6 +941,23 @@ impl Db {
             next,
         })
     }
+
+    /// Deletes old claims (see `prunable_claim!`), a batch per statement.
+    async fn prune_claims(&self, before: i64) -> StoreResult<u64> {
+        let mut pruned = 0;
+        loop {
+            let deleted = sqlx::query(DELETE_OLD_CLAIMS)
+                .bind(before)
+                .bind(RETENTION_BATCH)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            if deleted == 0 {
+                return Ok(pruned);
+            }
+            pruned += deleted;
+        }
+    }
 }
 
 /// Writes a taken-over or settled claim.
@@ -998,15 +1050,12 @@ impl Store for SqlStore {
         self.db.measured(self.db.list_claims(query))
     }
 
-    fn prune(
-        &self,
-        changes_before: i64,
-        results_before: i64,
-    ) -> BoxFuture<'_, StoreResult<Pruned>> {
+    fn prune(&self, before: PruneBefore) -> BoxFuture<'_, StoreResult<Pruned>> {
         self.db.measured(async move {
             Ok(Pruned {
-                results: self.db.expire_results(results_before).await?,
-                changes: self.db.prune_changes(changes_before).await?,
+                results: self.db.expire_results(before.results).await?,
+                changes: self.db.prune_changes(before.changes).await?,
+                claims: self.db.prune_claims(before.claims).await?,
             })
         })
     }

@@ -1,5 +1,5 @@
 //! API section 6: cron run claims under a lease, settled by their holder, taken over when
-//! their holder dies, and listed in pages.
+//! their holder dies, listed in pages, and pruned.
 //!
 //! Leases are expired by moving `lease_expires_at` back in the database, except in
 //! `an_expired_lease_is_taken_over_on_the_databases_clock`, which waits out a real 5 s
@@ -15,12 +15,15 @@ use argo_results_tests::tokens::{self, CONTROLLER};
 use argo_results_tests::{Backend, TestServer};
 use reqwest::Method;
 
+use super::retention::eventually;
+
 on_both_backends!(
     a_claim_holds_its_tick_under_a_lease_until_settled_once,
     a_holder_that_dies_before_settling_is_taken_over_under_the_first_name,
     an_expired_lease_is_taken_over_on_the_databases_clock,
     last_scheduled_time_moves_only_when_a_tick_is_settled,
     pages_cover_every_claim_once_newest_first,
+    retention_keeps_each_cron_workflows_newest_settled_claim,
     bad_claims_and_settles_name_the_field_and_change_nothing,
 );
 
@@ -396,6 +399,79 @@ async fn pages_cover_every_claim_once_newest_first(backend: Backend) {
             (ProblemCode::InvalidParameter, Some(field))
         );
     }
+}
+
+async fn retention_keeps_each_cron_workflows_newest_settled_claim(backend: Backend) {
+    let server = TestServer::start_with(backend, &["--retention-every", "100ms"]).await;
+    let controller = server.controller();
+    let tick = |hour: u32| format!("2026-11-29T{hour:02}:00:00Z");
+    let settle_at = async |cron: &str, uid: &str, hour: u32, settle: bool| {
+        let request = ClaimRequest {
+            cron_workflow_uid: uid.into(),
+            ..claim(&tick(hour))
+        };
+        let holder = controller.claim(NS, cron, &request).await.expect("claim");
+        if settle {
+            controller
+                .settle(NS, cron, &submitted(&holder, "wf"))
+                .await
+                .expect("settle");
+        }
+    };
+    // nightly: three settled ticks and one whose holder died, all taken 31 days ago; then a
+    // live claim. weekly: one settled tick, 31 days ago.
+    settle_at(CRON, CRON_UID, 10, false).await;
+    for hour in [11, 12, 13] {
+        settle_at(CRON, CRON_UID, hour, true).await;
+    }
+    settle_at("weekly", "weekly-uid", 10, true).await;
+    let db = server.db().await;
+    let month = 31 * 86_400_000_i64;
+    sqlx::query(
+        "UPDATE cron_claims SET claimed_at = claimed_at - $1, \
+         lease_expires_at = lease_expires_at - $1, settled_at = settled_at - $1",
+    )
+    .bind(month)
+    .execute(&db)
+    .await
+    .expect("age the claims");
+    db.close().await;
+    settle_at(CRON, CRON_UID, 14, false).await;
+
+    eventually("the old claims are pruned", async || {
+        server.count("SELECT COUNT(*) FROM cron_claims").await == 3
+    })
+    .await;
+    let left: Vec<(String, ClaimState)> = list(&server, &RunsOptions::default())
+        .await
+        .items
+        .into_iter()
+        .map(|c| (c.scheduled_time, c.state))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            (tick(14), ClaimState::Claimed),
+            (tick(13), ClaimState::Submitted)
+        ],
+        "the live claim and the newest settled one stay"
+    );
+    let weekly = server
+        .reader()
+        .runs(NS, "weekly", &RunsOptions::default())
+        .await
+        .expect("weekly");
+    assert_eq!(
+        weekly.items.len(),
+        1,
+        "a cron workflow's only settled claim stays"
+    );
+    assert_eq!(weekly.last_scheduled_time, Some(tick(10)));
+    let metrics = server.get("/metrics", None).await.text;
+    assert!(
+        metrics.contains("argo_results_retention_deleted_total{kind=\"claims\"} 3"),
+        "{metrics}"
+    );
 }
 
 async fn bad_claims_and_settles_name_the_field_and_change_nothing(backend: Backend) {

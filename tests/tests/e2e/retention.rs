@@ -19,7 +19,7 @@ on_both_backends!(
 );
 
 /// Polls `check` every 100 ms until it holds, bounded so a hang fails the test.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     for _ in 0..300 {
         if check().await {
             return;
