@@ -399,7 +399,7 @@ impl Client {
 
     /// Claims one tick of a cron workflow under a lease, or takes it over from a holder
     /// whose lease expired unsettled (`takenOver`); `already_claimed` carries the claim that
-    /// holds or settled the tick.
+    /// holds or settled the tick. [`crate::cron::run_tick`] runs the whole protocol.
     pub async fn claim(
         &self,
         namespace: &str,

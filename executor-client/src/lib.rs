@@ -3,6 +3,7 @@
 
 mod client;
 pub mod controller;
+pub mod cron;
 mod error;
 mod retry;
 mod stream;

@@ -5,12 +5,15 @@
 //! `an_expired_lease_is_taken_over_on_the_databases_clock`, which waits out a real 5 s
 //! lease with a bounded poll.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use argo_results_client::cron::{Submission, Tick, TickError, finish, run_tick};
 use argo_results_client::proto::{
     Claim, ClaimRequest, ClaimState, ProblemCode, SettleOutcome, SettleRequest,
 };
-use argo_results_client::{ClientError, RunsOptions};
+use argo_results_client::{Client, ClientError, RunsOptions};
 use argo_results_tests::tokens::{self, CONTROLLER};
 use argo_results_tests::{Backend, TestServer};
 use reqwest::Method;
@@ -25,6 +28,7 @@ on_both_backends!(
     pages_cover_every_claim_once_newest_first,
     retention_keeps_each_cron_workflows_newest_settled_claim,
     bad_claims_and_settles_name_the_field_and_change_nothing,
+    the_tick_helper_creates_once_and_stops_when_its_lease_is_lost,
 );
 
 const NS: &str = "argo";
@@ -579,6 +583,103 @@ async fn bad_claims_and_settles_name_the_field_and_change_nothing(backend: Backe
     let stored = list(&server, &RunsOptions::default()).await.items;
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].state, ClaimState::Claimed, "nothing changed");
+}
+
+/// The workflows Kubernetes holds, by name: a create of an existing name is `AlreadyExists`.
+#[derive(Debug, Default, Clone)]
+struct FakeWorkflows(Arc<Mutex<HashMap<String, String>>>);
+
+impl FakeWorkflows {
+    /// Creates the claimed workflow as a controller does, counting `AlreadyExists` as created.
+    fn create(&self, claim: &Claim) -> Submission {
+        let mut workflows = self.0.lock().expect("workflows");
+        match workflows.get(&claim.workflow_name) {
+            Some(uid) => Submission::AlreadyExists { uid: uid.clone() },
+            None => {
+                let uid = format!("uid-{}", workflows.len() + 1);
+                workflows.insert(claim.workflow_name.clone(), uid.clone());
+                Submission::Created { uid }
+            }
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.0.lock().expect("workflows").len()
+    }
+}
+
+async fn the_tick_helper_creates_once_and_stops_when_its_lease_is_lost(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let kube = FakeWorkflows::default();
+    let (dying, next): (Client, Client) = (server.controller(), server.controller());
+
+    // The first controller creates the workflow and dies before it settles.
+    let crashed = run_tick(&dying, NS, CRON, &claim(TICK), async |claim| {
+        kube.create(claim);
+        Err("killed")
+    })
+    .await;
+    let Err(TickError::Submit { claim: held, .. }) = crashed else {
+        panic!("expected the step's failure, got {crashed:?}");
+    };
+    // While its lease lasts, others are told to come back after it.
+    match run_tick(&next, NS, CRON, &claim(TICK), async |claim| {
+        Ok::<_, ()>(kube.create(claim))
+    })
+    .await
+    {
+        Ok(Tick::Held {
+            current,
+            retry_after,
+        }) => {
+            assert_eq!(current.state, ClaimState::Claimed);
+            assert_eq!(retry_after, Some(Duration::from_secs(60)));
+        }
+        other => panic!("expected the tick held, got {other:?}"),
+    }
+
+    expire_leases(&server, CRON_UID).await;
+    let settled = run_tick(&next, NS, CRON, &claim(TICK), async |claim| {
+        Ok::<_, ()>(kube.create(claim))
+    })
+    .await;
+    let Ok(Tick::Settled(settled)) = settled else {
+        panic!("expected the takeover to settle, got {settled:?}");
+    };
+    assert!(settled.taken_over);
+    assert_eq!(settled.state, ClaimState::Submitted);
+    assert_eq!(
+        settled.workflow_uid.as_deref(),
+        Some("uid-1"),
+        "the dead holder's workflow, found by name"
+    );
+    assert_eq!(kube.count(), 1, "created once");
+
+    // The first controller comes back and retries: it is told to stop.
+    let retried = finish(&dying, NS, CRON, *held, async |claim| {
+        Ok::<_, ()>(kube.create(claim))
+    })
+    .await;
+    match retried {
+        Ok(Tick::LeaseLost { current }) => assert_eq!(current.state, ClaimState::Submitted),
+        other => panic!("expected the lease lost, got {other:?}"),
+    }
+    match run_tick(
+        &dying,
+        NS,
+        CRON,
+        &claim(TICK),
+        async |_| -> Result<Submission, ()> { panic!("a settled tick is not run again") },
+    )
+    .await
+    {
+        Ok(Tick::Held {
+            current,
+            retry_after: None,
+        }) => assert_eq!(current.state, ClaimState::Submitted),
+        other => panic!("expected the settled tick, got {other:?}"),
+    }
+    assert_eq!(kube.count(), 1);
 }
 
 /// Twelve claimants over two replicas on one Postgres race for each of 20 ticks whose
