@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use argo_results_proto::{
     AbandonRequest, Claim, ClaimList, ClaimRequest, DeleteResponse, ExpectationRequest, FeedPage,
-    NodeResult, Problem, ReportRequest, ResultList, Whoami,
+    NodeResult, Problem, ReportRequest, ResultList, SettleRequest, Whoami,
 };
 use reqwest::header::RETRY_AFTER;
 use reqwest::{Method, RequestBuilder};
@@ -39,6 +39,18 @@ pub struct ListOptions {
     pub workflow_uid: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+/// Query of a cron workflow's claims.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunsOptions {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cron_workflow_uid: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
     #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
@@ -142,6 +154,10 @@ pub struct Client {
     token: TokenSource,
     retry: Option<RetryPolicy>,
     notice: Option<RetryNotice>,
+}
+
+fn runs_path(namespace: &str, cron_workflow: &str) -> String {
+    format!("/api/v1/namespaces/{namespace}/cronworkflows/{cron_workflow}/runs")
 }
 
 fn node_path(namespace: &str, workflow: &str, node_id: &str) -> String {
@@ -381,33 +397,40 @@ impl Client {
             .body)
     }
 
-    /// Claims one tick of a cron workflow; `already_claimed` carries the existing claim.
+    /// Claims one tick of a cron workflow under a lease, or takes it over from a holder
+    /// whose lease expired unsettled (`takenOver`); `already_claimed` carries the claim that
+    /// holds or settled the tick. [`crate::cron::run_tick`] runs the whole protocol.
     pub async fn claim(
         &self,
         namespace: &str,
         cron_workflow: &str,
         claim: &ClaimRequest,
     ) -> Result<Claim, ClientError> {
-        let url = self.url(&format!(
-            "/api/v1/namespaces/{namespace}/cronworkflows/{cron_workflow}/runs"
-        ));
+        let url = self.url(&runs_path(namespace, cron_workflow));
         self.call(|http| http.post(&url).json(claim)).await
     }
 
-    pub async fn claims(
+    /// Records what the holder did with its tick; idempotent for the same outcome.
+    /// `lease_lost`: the tick was taken over, and its new holder finishes it.
+    pub async fn settle(
         &self,
         namespace: &str,
         cron_workflow: &str,
-        cron_workflow_uid: Option<&str>,
+        settle: &SettleRequest,
+    ) -> Result<Claim, ClientError> {
+        let url = self.url(&format!("{}/settle", runs_path(namespace, cron_workflow)));
+        self.call(|http| http.post(&url).json(settle)).await
+    }
+
+    /// One page of a cron workflow's claims, newest first, with its newest settled tick.
+    pub async fn runs(
+        &self,
+        namespace: &str,
+        cron_workflow: &str,
+        options: &RunsOptions,
     ) -> Result<ClaimList, ClientError> {
-        let url = self.url(&format!(
-            "/api/v1/namespaces/{namespace}/cronworkflows/{cron_workflow}/runs"
-        ));
-        let query: Vec<(&str, &str)> = cron_workflow_uid
-            .map(|uid| ("cronWorkflowUid", uid))
-            .into_iter()
-            .collect();
-        self.call(|http| http.get(&url).query(&query)).await
+        let url = self.url(&runs_path(namespace, cron_workflow));
+        self.call(|http| http.get(&url).query(options)).await
     }
 
     pub async fn whoami(&self) -> Result<Whoami, ClientError> {

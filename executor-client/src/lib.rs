@@ -3,13 +3,14 @@
 
 mod client;
 pub mod controller;
+pub mod cron;
 mod error;
 mod retry;
 mod stream;
 mod token;
 
 pub use argo_results_proto as proto;
-pub use client::{Answer, Client, ClientBuilder, FeedOptions, ListOptions};
+pub use client::{Answer, Client, ClientBuilder, FeedOptions, ListOptions, RunsOptions};
 pub use error::ClientError;
 pub use retry::RetryPolicy;
 pub use stream::WatchEvent;

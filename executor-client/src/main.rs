@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// Talk to an argo-results server: report a step's result from its wait container, or
-/// inspect results, the change feed and cron claims.
+/// inspect results and the change feed, and list, claim and settle cron runs.
 ///
 /// Examples:
 ///   argo-results report --final --outputs /tmp/outputs.json
@@ -25,7 +25,8 @@ enum Command {
     Report(Box<cmd::report::ReportArgs>),
     Get(cmd::get::GetArgs),
     Watch(cmd::watch::WatchArgs),
-    Claims(cmd::claims::ClaimsArgs),
+    #[command(visible_alias = "claims")]
+    Runs(Box<cmd::runs::RunsArgs>),
     Whoami(cmd::whoami::WhoamiArgs),
     Token(cmd::token::TokenArgs),
 }
@@ -36,7 +37,7 @@ async fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(&args).await,
         Command::Get(args) => cmd::get::run(&args).await,
         Command::Watch(args) => cmd::watch::run(&args).await,
-        Command::Claims(args) => cmd::claims::run(&args).await,
+        Command::Runs(args) => cmd::runs::run(&args).await,
         Command::Whoami(args) => cmd::whoami::run(&args).await,
         Command::Token(args) => cmd::token::run(&args),
     };

@@ -12,7 +12,7 @@ mod result;
 pub mod token;
 mod whoami;
 
-pub use cron::{Claim, ClaimList, ClaimRequest};
+pub use cron::{Claim, ClaimList, ClaimRequest, ClaimState, SettleOutcome, SettleRequest};
 pub use feed::{FeedItem, FeedPage};
 pub use problem::{Problem, ProblemCode};
 pub use requests::{AbandonRequest, ExpectationRequest, ReportRequest};

@@ -18,6 +18,8 @@ pub enum ProblemCode {
     PodMismatch,
     NotExpected,
     AlreadyClaimed,
+    /// The claim was taken over after its lease expired: its old holder must stop.
+    LeaseLost,
     Gone,
     PayloadTooLarge,
     UnsupportedMediaType,

@@ -128,6 +128,11 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_RESULT_RETENTION", default_value = "7d", value_parser = parse_duration)]
     pub result_retention: Duration,
 
+    /// Remove settled cron claims taken this long ago (e.g. 30d), except each cron
+    /// workflow's newest settled one, and claims whose lease expired unsettled this long ago.
+    #[arg(long, env = "ARGO_RESULTS_CLAIM_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    pub claim_retention: Duration,
+
     /// How often the retention pass runs.
     #[arg(long, env = "ARGO_RESULTS_RETENTION_EVERY", default_value = "1m", value_parser = parse_duration)]
     pub retention_every: Duration,

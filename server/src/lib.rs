@@ -196,6 +196,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         retention::Retention {
             feed: config.feed_retention,
             results: config.result_retention,
+            claims: config.claim_retention,
             every: config.retention_every,
         },
         Arc::clone(&store),

@@ -118,7 +118,7 @@ impl Metrics {
         let retention_deleted = Family::<KindLabels, Counter>::default();
         registry.register(
             "retention_deleted",
-            "Rows removed by retention: kind=results (unchanged too long) or changes (feed history)",
+            "Rows removed by retention: kind=results (unchanged too long), changes (feed history) or claims (cron run claims)",
             retention_deleted.clone(),
         );
         let watchers = Gauge::default();
@@ -240,7 +240,11 @@ impl Metrics {
     }
 
     pub fn retained(&self, pruned: Pruned) {
-        for (kind, count) in [("results", pruned.results), ("changes", pruned.changes)] {
+        for (kind, count) in [
+            ("results", pruned.results),
+            ("changes", pruned.changes),
+            ("claims", pruned.claims),
+        ] {
             self.retention_deleted
                 .get_or_create(&KindLabels { kind })
                 .inc_by(count);

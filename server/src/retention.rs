@@ -1,19 +1,20 @@
-//! Retention: feed history older than `--feed-retention` and results unchanged for
-//! `--result-retention` are removed in the background, a batch per transaction. Every
-//! replica runs it; the store makes concurrent passes safe. Each pass also refreshes
-//! `argo_results_results_pending`.
+//! Retention: feed history older than `--feed-retention`, results unchanged for
+//! `--result-retention` and cron claims older than `--claim-retention` are removed in the
+//! background, a batch per transaction. Every replica runs it; the store makes concurrent
+//! passes safe. Each pass also refreshes `argo_results_results_pending`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::now_millis;
 use crate::metrics::Metrics;
-use crate::store::Store;
+use crate::store::{PruneBefore, Store};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {
     pub feed: Duration,
     pub results: Duration,
+    pub claims: Duration,
     /// Time between passes.
     pub every: Duration,
 }
@@ -28,10 +29,12 @@ pub fn spawn(retention: Retention, store: Arc<dyn Store>, metrics: Arc<Metrics>)
             tokio::time::sleep(retention.every).await;
             let now = now_millis();
             let before = |kept: Duration| now.saturating_sub(millis(kept));
-            match store
-                .prune(before(retention.feed), before(retention.results))
-                .await
-            {
+            let before = PruneBefore {
+                changes: before(retention.feed),
+                results: before(retention.results),
+                claims: before(retention.claims),
+            };
+            match store.prune(before).await {
                 Ok(pruned) => metrics.retained(pruned),
                 Err(error) => tracing::warn!(%error, "retention pass failed; trying again later"),
             }

@@ -1,9 +1,13 @@
 //! The field rules of API.md section 2 and Kubernetes naming, checked before anything is
 //! stored. Each failure names the offending field by its JSON path.
 
-use argo_results_proto::{AbandonRequest, ClaimRequest, ExpectationRequest, ReportRequest};
+use argo_results_proto::{
+    AbandonRequest, ClaimRequest, ExpectationRequest, ReportRequest, SettleOutcome, SettleRequest,
+};
 use serde_json::Value;
 use serde_json::value::RawValue;
+
+use crate::store::Settled;
 
 /// A field that breaks a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -13,11 +17,15 @@ pub struct FieldError {
     pub detail: String,
 }
 
-fn fail(field: impl Into<String>, detail: impl Into<String>) -> Result<(), FieldError> {
-    Err(FieldError {
+fn field_error(field: impl Into<String>, detail: impl Into<String>) -> FieldError {
+    FieldError {
         field: field.into(),
         detail: detail.into(),
-    })
+    }
+}
+
+fn fail(field: impl Into<String>, detail: impl Into<String>) -> Result<(), FieldError> {
+    Err(field_error(field, detail))
 }
 
 /// Limits that the server's flags can raise.
@@ -254,17 +262,81 @@ pub fn abandon(body: &AbandonRequest) -> Result<(), FieldError> {
     text("reason", &body.reason, 1024)
 }
 
+/// The lease of a claim that names none, and the leases a claim may ask for (seconds).
+pub const DEFAULT_LEASE_SECONDS: i64 = 60;
+const LEASE_SECONDS: std::ops::RangeInclusive<i64> = 5..=3600;
+
+fn scheduled_time(text: &str) -> Result<i64, FieldError> {
+    crate::clock::parse_rfc3339_millis(text).ok_or_else(|| {
+        field_error(
+            "scheduledTime",
+            format!("{text:?} is not an RFC 3339 time such as 2026-11-29T17:00:00Z"),
+        )
+    })
+}
+
 /// Checks a claim and returns its scheduled time in Unix milliseconds.
 pub fn claim(body: &ClaimRequest) -> Result<i64, FieldError> {
     uid("cronWorkflowUid", &body.cron_workflow_uid)?;
     dns_subdomain("workflowName", &body.workflow_name)?;
-    crate::clock::parse_rfc3339_millis(&body.scheduled_time).ok_or_else(|| FieldError {
-        field: "scheduledTime".into(),
-        detail: format!(
-            "{:?} is not an RFC 3339 time such as 2026-11-29T17:00:00Z",
-            body.scheduled_time
-        ),
-    })
+    if let Some(lease) = body.lease_seconds
+        && !LEASE_SECONDS.contains(&lease)
+    {
+        return Err(field_error(
+            "leaseSeconds",
+            format!(
+                "{lease} is not between {} and {} seconds",
+                LEASE_SECONDS.start(),
+                LEASE_SECONDS.end()
+            ),
+        ));
+    }
+    scheduled_time(&body.scheduled_time)
+}
+
+/// Checks a settle and returns the tick's scheduled time in Unix milliseconds and the
+/// outcome with its one detail: the workflow's UID, or the reason it was skipped.
+pub fn settle(body: &SettleRequest) -> Result<(i64, Settled), FieldError> {
+    use SettleOutcome::{Skipped, Submitted};
+    uid("cronWorkflowUid", &body.cron_workflow_uid)?;
+    uid("claimId", &body.claim_id)?;
+    let scheduled = scheduled_time(&body.scheduled_time)?;
+    let outcome = match (body.outcome, &body.workflow_uid, &body.reason) {
+        (Submitted, Some(workflow_uid), None) => {
+            uid("workflowUid", workflow_uid)?;
+            Settled::Submitted {
+                workflow_uid: workflow_uid.clone(),
+            }
+        }
+        (Skipped, None, Some(reason)) => {
+            if reason.trim().is_empty() {
+                return Err(field_error("reason", "must not be empty"));
+            }
+            text("reason", reason, 1024)?;
+            Settled::Skipped {
+                reason: reason.clone(),
+            }
+        }
+        (Submitted, _, Some(_)) => {
+            return Err(field_error("reason", "goes with outcome skipped only"));
+        }
+        (Skipped, Some(_), _) => {
+            return Err(field_error(
+                "workflowUid",
+                "goes with outcome submitted only",
+            ));
+        }
+        (Submitted, None, None) => {
+            return Err(field_error(
+                "workflowUid",
+                "is required with outcome submitted",
+            ));
+        }
+        (Skipped, None, None) => {
+            return Err(field_error("reason", "is required with outcome skipped"));
+        }
+    };
+    Ok((scheduled, outcome))
 }
 
 #[cfg(test)]
@@ -373,6 +445,67 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_claims_lease_is_5_to_3600_seconds() {
+        let claim = |lease_seconds| ClaimRequest {
+            cron_workflow_uid: "u".into(),
+            scheduled_time: "2026-11-29T17:00:00Z".into(),
+            workflow_name: "nightly-1764435600".into(),
+            lease_seconds,
+        };
+        for lease in [None, Some(5), Some(3600)] {
+            assert!(super::claim(&claim(lease)).is_ok(), "{lease:?}");
+        }
+        for lease in [Some(4), Some(3601), Some(-1)] {
+            assert_eq!(
+                super::claim(&claim(lease)).err().map(|e| e.field),
+                Some("leaseSeconds".into())
+            );
+        }
+    }
+
+    #[test]
+    fn a_settle_carries_exactly_its_outcomes_detail() {
+        let settle = |outcome, workflow_uid: Option<&str>, reason: Option<&str>| {
+            let body = SettleRequest {
+                cron_workflow_uid: "u".into(),
+                scheduled_time: "2026-11-29T17:00:00Z".into(),
+                claim_id: "c".into(),
+                outcome,
+                workflow_uid: workflow_uid.map(Into::into),
+                reason: reason.map(Into::into),
+            };
+            super::settle(&body)
+                .map(|(_, settled)| settled)
+                .map_err(|e| e.field)
+        };
+        use SettleOutcome::{Skipped, Submitted};
+        assert_eq!(
+            settle(Submitted, Some("wf"), None),
+            Ok(Settled::Submitted {
+                workflow_uid: "wf".into()
+            })
+        );
+        assert_eq!(
+            settle(Skipped, None, Some("Forbid")),
+            Ok(Settled::Skipped {
+                reason: "Forbid".into()
+            })
+        );
+        assert_eq!(settle(Submitted, None, None), Err("workflowUid".into()));
+        assert_eq!(
+            settle(Submitted, Some("wf"), Some("x")),
+            Err("reason".into())
+        );
+        assert_eq!(settle(Skipped, None, None), Err("reason".into()));
+        assert_eq!(
+            settle(Skipped, Some("wf"), Some("x")),
+            Err("workflowUid".into())
+        );
+        assert_eq!(settle(Skipped, None, Some(" ")), Err("reason".into()));
+        assert_eq!(settle(Skipped, None, Some("a\0b")), Err("reason".into()));
     }
 
     /// A name as Kubernetes builds one: parts of `[a-z0-9]([-a-z0-9]*[a-z0-9])?` joined by dots.

@@ -31,6 +31,7 @@ fn help_documents_the_contract_flags_and_defaults() {
         "--controller",
         "--auth",
         "--max-body-bytes",
+        "--claim-retention",
         "DATABASE_URL",
         "ARGO_RESULTS_LISTEN",
     ] {
@@ -38,6 +39,10 @@ fn help_documents_the_contract_flags_and_defaults() {
     }
     assert!(help.contains("[default: 127.0.0.1:8080]"));
     assert!(help.contains("[default: argo-results]"));
+    assert!(
+        help.contains("[default: 30d]"),
+        "the contract's claim retention"
+    );
 }
 
 #[test]

@@ -1,9 +1,9 @@
-pub mod claims;
 mod connect;
 pub mod failure;
 pub mod get;
 mod output;
 pub mod report;
+pub mod runs;
 mod sequence;
 pub mod token;
 pub mod watch;

@@ -31,6 +31,16 @@ impl From<String> for Cell {
     }
 }
 
+impl Cell {
+    /// A cell shown in `ansi` (an SGR code such as `32`) on a terminal.
+    pub fn coloured(text: String, ansi: &'static str) -> Self {
+        Cell {
+            text,
+            ansi: Some(ansi),
+        }
+    }
+}
+
 impl From<&str> for Cell {
     fn from(text: &str) -> Self {
         text.to_owned().into()
@@ -45,10 +55,7 @@ pub fn state_cell(state: ResultState) -> Cell {
         ResultState::Completed => "32",
         ResultState::Abandoned => "31",
     };
-    Cell {
-        text: state.as_str().to_owned(),
-        ansi: Some(ansi),
-    }
+    Cell::coloured(state.as_str().to_owned(), ansi)
 }
 
 /// One line of cells, each padded to its column's width but the last.

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 
 use argo_results_proto::{
-    AbandonRequest, ClaimRequest, ExpectationRequest, ProblemCode, ReportRequest,
+    AbandonRequest, ClaimRequest, ExpectationRequest, ProblemCode, ReportRequest, SettleRequest,
 };
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
@@ -50,8 +50,26 @@ impl RequestBody for AbandonRequest {
 }
 
 impl RequestBody for ClaimRequest {
-    const FIELDS: &'static [&'static str] = &["cronWorkflowUid", "scheduledTime", "workflowName"];
+    const FIELDS: &'static [&'static str] = &[
+        "cronWorkflowUid",
+        "scheduledTime",
+        "workflowName",
+        "leaseSeconds",
+    ];
     const REQUIRED: &'static [&'static str] = &["cronWorkflowUid", "scheduledTime", "workflowName"];
+}
+
+impl RequestBody for SettleRequest {
+    const FIELDS: &'static [&'static str] = &[
+        "cronWorkflowUid",
+        "scheduledTime",
+        "claimId",
+        "outcome",
+        "workflowUid",
+        "reason",
+    ];
+    const REQUIRED: &'static [&'static str] =
+        &["cronWorkflowUid", "scheduledTime", "claimId", "outcome"];
 }
 
 /// A JSON request body of type `T`.
@@ -291,9 +309,20 @@ mod tests {
             cron_workflow_uid: "u".into(),
             scheduled_time: "t".into(),
             workflow_name: "w".into(),
+            lease_seconds: Some(60),
         })
         .expect("json");
         assert_eq!(fields_of(claim), sorted(ClaimRequest::FIELDS));
+        let settle = serde_json::to_value(SettleRequest {
+            cron_workflow_uid: "u".into(),
+            scheduled_time: "t".into(),
+            claim_id: "c".into(),
+            outcome: argo_results_proto::SettleOutcome::Submitted,
+            workflow_uid: Some("w".into()),
+            reason: Some("r".into()),
+        })
+        .expect("json");
+        assert_eq!(fields_of(settle), sorted(SettleRequest::FIELDS));
     }
 
     #[test]

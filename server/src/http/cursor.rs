@@ -1,12 +1,37 @@
-//! `continue` tokens of the workflow list: opaque to clients, bound to the query they came
-//! from, and keyed on the last node ID so pages stay stable while writes go on.
+//! `continue` tokens of the lists: opaque to clients, bound to the query they came from, and
+//! keyed on the last item (a workflow's node ID here; a claim's tick in `cron`), so pages
+//! stay stable while writes go on.
 
 use argo_results_proto::ProblemCode;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
+
+/// A position in a list as an opaque token.
+pub fn seal(position: &impl Serialize) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(position).unwrap_or_default())
+}
+
+/// The position a token of [`seal`] holds, or `invalid_parameter` naming `continue`.
+pub fn open<T: DeserializeOwned>(token: &str) -> Result<T, ApiError> {
+    URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .ok_or_else(|| invalid("not a continue token of this server"))
+}
+
+/// A token of another query than the one it is sent with.
+pub fn foreign() -> ApiError {
+    invalid("the continue token belongs to another query; repeat that query's parameters")
+}
+
+fn invalid(detail: &str) -> ApiError {
+    ApiError::new(ProblemCode::InvalidParameter, detail).with_field("continue")
+}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Cursor {
@@ -33,7 +58,7 @@ pub fn encode(query: &PageQuery<'_>, workflow_uid: &str, after: &str) -> String 
         state: query.state.map(str::to_owned),
         after: after.to_owned(),
     };
-    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&cursor).unwrap_or_default())
+    seal(&cursor)
 }
 
 /// Returns the incarnation and node ID to continue after, refusing a token of another query.
@@ -42,24 +67,13 @@ pub fn decode(
     query: &PageQuery<'_>,
     workflow_uid: Option<&str>,
 ) -> Result<(String, String), ApiError> {
-    let invalid = |detail: &str| {
-        Err(ApiError::new(ProblemCode::InvalidParameter, detail).with_field("continue"))
-    };
-    let Some(cursor) = URL_SAFE_NO_PAD
-        .decode(token)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Cursor>(&bytes).ok())
-    else {
-        return invalid("not a continue token of this server");
-    };
+    let cursor: Cursor = open(token)?;
     let same_query = cursor.namespace == query.namespace
         && cursor.workflow == query.workflow
         && cursor.state.as_deref() == query.state
         && workflow_uid.is_none_or(|uid| uid == cursor.workflow_uid);
     if !same_query {
-        return invalid(
-            "the continue token belongs to another query; repeat that query's parameters",
-        );
+        return Err(foreign());
     }
     Ok((cursor.workflow_uid, cursor.after))
 }

@@ -62,9 +62,8 @@ impl ApiError {
             Unauthenticated => StatusCode::UNAUTHORIZED,
             Forbidden => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
-            AlreadyCompleted | StaleSequence | PodMismatch | NotExpected | AlreadyClaimed => {
-                StatusCode::CONFLICT
-            }
+            AlreadyCompleted | StaleSequence | PodMismatch | NotExpected | AlreadyClaimed
+            | LeaseLost => StatusCode::CONFLICT,
             Gone => StatusCode::GONE,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -173,6 +172,17 @@ impl From<StoreError> for ApiError {
             }
             Refusal::AlreadyClaimed { current } => {
                 ApiError::new(ProblemCode::AlreadyClaimed, detail).with_current(&current)
+            }
+            Refusal::LeaseLost { current } => {
+                ApiError::new(ProblemCode::LeaseLost, detail).with_current(&current)
+            }
+            // A settled tick is final, as a completed result is frozen.
+            Refusal::AlreadySettled { current } => {
+                ApiError::new(ProblemCode::AlreadyCompleted, detail).with_current(&current)
+            }
+            Refusal::NotClaimed { .. } => ApiError::new(ProblemCode::NotFound, detail),
+            Refusal::OtherCronWorkflow { .. } => {
+                ApiError::new(ProblemCode::InvalidField, detail).with_field("cronWorkflowUid")
             }
             Refusal::Gone { revision, .. } => ApiError {
                 revision: Some(revision),

@@ -104,6 +104,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(expectations::expect))
         .routes(routes!(feed::feed))
         .routes(routes!(cron::claim, cron::claims))
+        .routes(routes!(cron::settle))
         .routes(routes!(whoami::whoami))
         .split_for_parts()
 }

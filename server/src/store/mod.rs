@@ -1,13 +1,14 @@
 //! The result store: the one place that decides what a write does.
 //!
 //! Handlers validate and authorize; the store decides create / replay / stale / frozen / pod
-//! mismatch / expectation reset / abandon / delete / claim, each in one transaction. The
+//! mismatch / expectation reset / abandon / delete / claim / settle, each in one transaction. The
 //! decisions are pure functions ([`rules`]) over the stored row, and one SQL implementation
 //! ([`sql`]) runs them on Postgres and SQLite alike, so both backends behave identically.
 //! Writes of many requests share a transaction ([`group_commit`]) without changing what
 //! any of them decides.
 
 mod bulk;
+mod claim;
 mod group_commit;
 mod merge;
 mod postgres;
@@ -19,7 +20,7 @@ mod sqlite;
 use std::future::Future;
 use std::pin::Pin;
 
-use argo_results_proto::{Claim, ClaimList, NodeResult, ResultState, Summary};
+use argo_results_proto::{Claim, ClaimState, NodeResult, ResultState, Summary};
 use tokio::sync::watch;
 
 pub use group_commit::Batching;
@@ -73,6 +74,46 @@ pub struct NewClaim {
     pub cron_workflow_uid: String,
     pub scheduled_millis: i64,
     pub workflow_name: String,
+    pub lease_millis: i64,
+}
+
+/// How the holder settles a tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    Submitted { workflow_uid: String },
+    Skipped { reason: String },
+}
+
+/// A validated settle of a claimed tick by the holder of `claim_id`.
+#[derive(Debug, Clone)]
+pub struct Settlement {
+    pub namespace: String,
+    pub cron_workflow: String,
+    pub cron_workflow_uid: String,
+    pub scheduled_millis: i64,
+    pub claim_id: String,
+    pub outcome: Settled,
+}
+
+/// One page of a cron workflow's claims, newest scheduled time first.
+#[derive(Debug, Clone)]
+pub struct ClaimQuery {
+    pub namespace: String,
+    pub cron_workflow: String,
+    /// `None`: every incarnation of the name.
+    pub cron_workflow_uid: Option<String>,
+    /// Start after this claim (scheduled time, cron workflow UID).
+    pub after: Option<(i64, String)>,
+    pub limit: u32,
+}
+
+#[derive(Debug)]
+pub struct ClaimPage {
+    pub items: Vec<Claim>,
+    /// The newest settled tick of the query, in Unix milliseconds.
+    pub last_scheduled: Option<i64>,
+    /// Where the next page starts, when more items follow.
+    pub next: Option<(i64, String)>,
 }
 
 /// What a write did.
@@ -124,11 +165,20 @@ pub struct FeedChunk {
     pub revision: i64,
 }
 
+/// The times before which retention removes each kind of row (Unix milliseconds).
+#[derive(Debug, Clone, Copy)]
+pub struct PruneBefore {
+    pub changes: i64,
+    pub results: i64,
+    pub claims: i64,
+}
+
 /// What one retention pass removed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pruned {
     pub results: u64,
     pub changes: u64,
+    pub claims: u64,
 }
 
 /// Why the store refused a request. Nothing was written.
@@ -170,8 +220,33 @@ pub enum Refusal {
         stored: String,
         given: String,
     },
-    #[error("tick {} of cron workflow {} is already claimed by workflow {}", current.scheduled_time, current.cron_workflow, current.workflow_name)]
+    #[error(
+        "tick {} of cron workflow {} is {}{}", current.scheduled_time, current.cron_workflow,
+        current.state.as_str(),
+        match current.state {
+            ClaimState::Claimed => format!(" for workflow {} until {}", current.workflow_name, current.lease_expires_at),
+            _ => format!(" (workflow {})", current.workflow_name),
+        }
+    )]
     AlreadyClaimed { current: Box<Claim> },
+    #[error(
+        "tick {} of cron workflow {} was taken over after this claim's lease expired; its \
+         holder now creates workflow {}: stop", current.scheduled_time, current.cron_workflow,
+        current.workflow_name
+    )]
+    LeaseLost { current: Box<Claim> },
+    #[error(
+        "tick {} of cron workflow {} is already settled as {}; its outcome is final",
+        current.scheduled_time, current.cron_workflow, current.state.as_str()
+    )]
+    AlreadySettled { current: Box<Claim> },
+    #[error("tick {scheduled_time} of cron workflow {cron_workflow} was never claimed")]
+    NotClaimed {
+        cron_workflow: String,
+        scheduled_time: String,
+    },
+    #[error("cron workflow UID {cron_workflow_uid} belongs to another cron workflow")]
+    OtherCronWorkflow { cron_workflow_uid: String },
     #[error(
         "revision {since} is older than the retained history (pruned through {pruned}): \
          re-list what you keep and resume from revision {revision}"
@@ -204,6 +279,8 @@ pub enum StoreError {
     TimedOut,
     #[error("cannot start the store's writer: {0}")]
     Runtime(std::io::Error),
+    #[error("the system's random source failed")]
+    Random,
 }
 
 impl StoreError {
@@ -230,6 +307,7 @@ impl StoreError {
             StoreError::Shared(error) => error.kind(),
             StoreError::Stopped | StoreError::TimedOut => Some("unavailable"),
             StoreError::Runtime(_) => Some("config"),
+            StoreError::Random => Some("random"),
         }
     }
 }
@@ -269,18 +347,17 @@ pub trait Store: std::fmt::Debug + Send + Sync + 'static {
         namespace: Option<String>,
         limit: u32,
     ) -> BoxFuture<'_, StoreResult<FeedChunk>>;
-    /// Claims one tick of a cron workflow, exactly once.
+    /// Claims one tick of a cron workflow for a new holder, or takes it over from one whose
+    /// lease expired unsettled; one holder at a time, on any replica.
     fn claim(&self, claim: NewClaim) -> BoxFuture<'_, StoreResult<Claim>>;
-    fn claims(
-        &self,
-        namespace: String,
-        cron_workflow: String,
-        cron_workflow_uid: Option<String>,
-    ) -> BoxFuture<'_, StoreResult<ClaimList>>;
-    /// Removes feed history recorded before `changes_before` and results unchanged since
-    /// `results_before` (Unix milliseconds), in batches.
-    fn prune(&self, changes_before: i64, results_before: i64)
-    -> BoxFuture<'_, StoreResult<Pruned>>;
+    /// Records what the holder of a claim did with its tick.
+    fn settle(&self, settlement: Settlement) -> BoxFuture<'_, StoreResult<Claim>>;
+    fn claims(&self, query: ClaimQuery) -> BoxFuture<'_, StoreResult<ClaimPage>>;
+    /// Removes, in batches, feed history recorded before `before.changes`, results
+    /// unchanged since `before.results`, and claims taken before `before.claims` that are
+    /// settled and not their cron workflow's newest settled one, or whose lease expired
+    /// unsettled before it (Unix milliseconds).
+    fn prune(&self, before: PruneBefore) -> BoxFuture<'_, StoreResult<Pruned>>;
     /// How many results are `expected` and `reporting` (not finished) across the store.
     fn pending(&self) -> BoxFuture<'_, StoreResult<(u64, u64)>>;
     /// The newest committed revision, updated after every commit of any replica.

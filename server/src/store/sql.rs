@@ -11,7 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use argo_results_proto::{Claim, ClaimList, FeedItem, NodeResult, ResultState, Summary};
+use argo_results_proto::{Claim, FeedItem, NodeResult, ResultState, Summary};
 use sqlx::AnyPool;
 use sqlx::any::AnyRow;
 use sqlx::pool::PoolConnection;
@@ -19,15 +19,16 @@ use sqlx::{Any, AnyConnection, Connection as _, Row as _, Transaction};
 use tokio::sync::watch;
 
 use super::bulk::{self, Change};
+use super::claim::{self, ClaimDecision, ClaimRow, SettleDecision, claim_columns};
 use super::group_commit::{Batching, Queue, Write};
 use super::row::{Row, result_columns};
 use super::rules::{self, Decision, ReportPolicy};
 use super::{
-    ACQUIRE_TIMEOUT, BoxFuture, Expectation, FeedChunk, ListQuery, NewClaim, Outcome, Pruned,
-    Refusal, Report, ResultKey, ResultPage, Store, StoreError, StoreResult, Written, postgres,
-    sqlite,
+    ACQUIRE_TIMEOUT, BoxFuture, ClaimPage, ClaimQuery, Expectation, FeedChunk, ListQuery, NewClaim,
+    Outcome, PruneBefore, Pruned, Refusal, Report, ResultKey, ResultPage, Settlement, Store,
+    StoreError, StoreResult, Written, postgres, sqlite,
 };
-use crate::clock::{format_millis, format_scheduled, now_millis};
+use crate::clock::now_millis;
 use crate::feed::Notifier;
 use crate::metrics::Metrics;
 
@@ -50,6 +51,24 @@ impl Dialect {
         match self {
             Dialect::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
             Dialect::Sqlite => "BEGIN",
+        }
+    }
+
+    /// The database's clock in Unix milliseconds: leases are decided on it, so that every
+    /// replica agrees whose lease has expired whatever its own clock says.
+    fn now(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
+            Dialect::Sqlite => "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)",
+        }
+    }
+
+    /// A tick's claim, locked until the transaction ends (SQLite's `BEGIN IMMEDIATE`
+    /// already holds the database's write lock).
+    fn select_claim(self) -> &'static str {
+        match self {
+            Dialect::Postgres => SELECT_CLAIM_FOR_UPDATE,
+            Dialect::Sqlite => SELECT_CLAIM,
         }
     }
 }
@@ -135,25 +154,104 @@ const SELECT_CHANGES: &str = "SELECT item FROM changes WHERE revision > $1 AND r
      AND ($3 = '' OR namespace = $3) ORDER BY revision LIMIT $4";
 const DELETE_WORKFLOW: &str = "DELETE FROM results WHERE namespace = $1 AND workflow = $2 \
      AND workflow_uid = $3 RETURNING node_id";
-const CLAIM_COLUMNS_INSERT: &str = "INSERT INTO cron_claims (cron_workflow_uid, scheduled_time, \
-     namespace, cron_workflow, workflow_name, claimed_at) VALUES ($1, $2, $3, $4, $5, $6) \
-     ON CONFLICT (cron_workflow_uid, scheduled_time) DO NOTHING RETURNING claimed_at";
-const SELECT_CLAIM: &str = "SELECT namespace, cron_workflow, cron_workflow_uid, scheduled_time, \
-     workflow_name, claimed_at FROM cron_claims WHERE cron_workflow_uid = $1 AND scheduled_time = $2";
-/// The newest claims of a cron workflow; older ones are history nobody pages through.
-const SELECT_CLAIMS: &str = "SELECT namespace, cron_workflow, cron_workflow_uid, scheduled_time, \
-     workflow_name, claimed_at FROM cron_claims WHERE namespace = $1 AND cron_workflow = $2 \
-     AND ($3 = '' OR cron_workflow_uid = $3) ORDER BY scheduled_time DESC LIMIT 1000";
+const INSERT_CLAIM: &str = concat!(
+    "INSERT INTO cron_claims (",
+    claim_columns!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+     ON CONFLICT (cron_workflow_uid, scheduled_time) DO NOTHING"
+);
+/// Writes what a takeover or a settle changes.
+const UPDATE_CLAIM: &str = "UPDATE cron_claims SET state = $3, claim_id = $4, claimed_at = $5, \
+     lease_expires_at = $6, takeovers = $7, settled_at = $8, workflow_uid = $9, reason = $10 \
+     WHERE cron_workflow_uid = $1 AND scheduled_time = $2";
+const SELECT_CLAIM: &str = concat!(
+    "SELECT ",
+    claim_columns!(),
+    " FROM cron_claims WHERE cron_workflow_uid = $1 AND scheduled_time = $2"
+);
+const SELECT_CLAIM_FOR_UPDATE: &str = concat!(
+    "SELECT ",
+    claim_columns!(),
+    " FROM cron_claims WHERE cron_workflow_uid = $1 AND scheduled_time = $2 FOR UPDATE"
+);
+/// A page of a cron workflow's claims, newest first, after ($4, $5).
+const SELECT_CLAIMS: &str = concat!(
+    "SELECT ",
+    claim_columns!(),
+    " FROM cron_claims WHERE namespace = $1 AND cron_workflow = $2 \
+     AND ($3 = '' OR cron_workflow_uid = $3) AND (scheduled_time, cron_workflow_uid) < ($4, $5) \
+     ORDER BY scheduled_time DESC, cron_workflow_uid DESC LIMIT $6"
+);
+const LAST_SETTLED: &str = "SELECT MAX(scheduled_time) FROM cron_claims \
+     WHERE namespace = $1 AND cron_workflow = $2 AND ($3 = '' OR cron_workflow_uid = $3) \
+     AND state <> 'claimed'";
+/// Claims (as `c`) that retention removes: taken before $1, and either settled with a newer
+/// settled tick of the same cron workflow, or unsettled with a lease that expired before $1.
+macro_rules! prunable_claim {
+    ($c:literal) => {
+        concat!(
+            $c,
+            ".claimed_at < $1 AND ((",
+            $c,
+            ".state = 'claimed' AND ",
+            $c,
+            ".lease_expires_at < $1) OR (",
+            $c,
+            ".state <> 'claimed' AND EXISTS \
+             (SELECT 1 FROM cron_claims AS newer WHERE newer.namespace = ",
+            $c,
+            ".namespace AND newer.cron_workflow = ",
+            $c,
+            ".cron_workflow \
+             AND newer.state <> 'claimed' AND newer.scheduled_time > ",
+            $c,
+            ".scheduled_time)))"
+        )
+    };
+}
+/// At most $2 prunable claims, oldest first. The condition is checked again on the rows
+/// deleted: a claim taken over meanwhile (its row locked, then changed) is no longer old.
+const DELETE_OLD_CLAIMS: &str = concat!(
+    "DELETE FROM cron_claims WHERE ",
+    prunable_claim!("cron_claims"),
+    " AND (cron_workflow_uid, scheduled_time) IN (SELECT old.cron_workflow_uid, \
+     old.scheduled_time FROM cron_claims AS old WHERE ",
+    prunable_claim!("old"),
+    " ORDER BY old.claimed_at LIMIT $2)"
+);
 
-fn decode_claim(row: &AnyRow) -> Result<Claim, sqlx::Error> {
-    Ok(Claim {
-        namespace: row.try_get("namespace")?,
-        cron_workflow: row.try_get("cron_workflow")?,
-        cron_workflow_uid: row.try_get("cron_workflow_uid")?,
-        scheduled_time: format_scheduled(row.try_get("scheduled_time")?),
-        workflow_name: row.try_get("workflow_name")?,
-        claimed_at: format_millis(row.try_get("claimed_at")?),
-    })
+/// A fresh `claimId`: a random UUID (version 4), like the UIDs Kubernetes hands out.
+fn new_claim_id() -> StoreResult<String> {
+    let mut bytes = [0u8; 16];
+    aws_lc_rs::rand::fill(&mut bytes).map_err(|_| StoreError::Random)?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
+}
+
+/// Binds what a takeover or a settle can change (`state` to `reason`, in the order of
+/// `claim_columns!`), after the key columns.
+fn bind_claim_changes<'q>(
+    query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    row: &'q ClaimRow,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(row.state.as_str())
+        .bind(&row.claim_id)
+        .bind(row.claimed_at)
+        .bind(row.lease_expires_at)
+        .bind(row.takeovers)
+        .bind(row.settled_at)
+        .bind(&row.workflow_uid)
+        .bind(&row.reason)
 }
 
 /// Reads `state, n` rows (a count per state) into a summary.
@@ -714,53 +812,161 @@ impl Db {
         }
     }
 
-    async fn insert_claim(&self, claim: NewClaim) -> StoreResult<Claim> {
-        let now = now_millis();
-        let inserted: Option<i64> = sqlx::query_scalar(CLAIM_COLUMNS_INSERT)
-            .bind(&claim.cron_workflow_uid)
-            .bind(claim.scheduled_millis)
-            .bind(&claim.namespace)
-            .bind(&claim.cron_workflow)
-            .bind(&claim.workflow_name)
-            .bind(now)
-            .fetch_optional(&self.pool)
+    /// A tick's claim, locked until `tx` ends, and the database's time once it is.
+    async fn locked_claim(
+        &self,
+        tx: &mut AnyConnection,
+        cron_workflow_uid: &str,
+        scheduled_millis: i64,
+    ) -> StoreResult<(Option<ClaimRow>, i64)> {
+        let row = sqlx::query(self.dialect.select_claim())
+            .bind(cron_workflow_uid)
+            .bind(scheduled_millis)
+            .fetch_optional(&mut *tx)
             .await?;
-        let row = sqlx::query(SELECT_CLAIM)
-            .bind(&claim.cron_workflow_uid)
-            .bind(claim.scheduled_millis)
-            .fetch_one(&self.pool)
+        let now: i64 = sqlx::query_scalar(self.dialect.now())
+            .fetch_one(&mut *tx)
             .await?;
-        let stored = decode_claim(&row)?;
-        match inserted {
-            Some(_) => Ok(stored),
-            None => Err(Refusal::AlreadyClaimed {
-                current: Box::new(stored),
+        Ok((row.as_ref().map(ClaimRow::decode).transpose()?, now))
+    }
+
+    async fn take_claim(&self, claim: NewClaim) -> StoreResult<Claim> {
+        let claim_id = new_claim_id()?;
+        // On Postgres, a first claim racing this one can insert the row between this read
+        // and this insert; the second pass then reads that row, locked, and decides on it.
+        for _ in 0..2 {
+            let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+            let (current, now) = self
+                .locked_claim(&mut tx, &claim.cron_workflow_uid, claim.scheduled_millis)
+                .await?;
+            let row = match claim::claim(current.as_ref(), &claim, &claim_id, now) {
+                ClaimDecision::Insert(row) => {
+                    let insert = sqlx::query(INSERT_CLAIM)
+                        .bind(&row.cron_workflow_uid)
+                        .bind(row.scheduled_time)
+                        .bind(&row.namespace)
+                        .bind(&row.cron_workflow)
+                        .bind(&row.workflow_name);
+                    let inserted = bind_claim_changes(insert, &row)
+                        .execute(&mut *tx)
+                        .await?
+                        .rows_affected();
+                    if inserted == 0 {
+                        tx.rollback().await?;
+                        continue;
+                    }
+                    row
+                }
+                ClaimDecision::TakeOver(row) => {
+                    update_claim(&mut tx, &row).await?;
+                    row
+                }
+                ClaimDecision::Refuse(refusal) => {
+                    tx.rollback().await?;
+                    return Err(refusal.into());
+                }
+            };
+            tx.commit().await?;
+            return Ok(row.for_holder());
+        }
+        // Cannot happen: a row inserted by a racer holds a live lease, which retention keeps.
+        Err(StoreError::Corrupt(format!(
+            "the claim of tick {} of {} vanished while it was decided",
+            claim.scheduled_millis, claim.cron_workflow_uid
+        )))
+    }
+
+    async fn settle_claim(&self, settlement: Settlement) -> StoreResult<Claim> {
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let (current, now) = self
+            .locked_claim(
+                &mut tx,
+                &settlement.cron_workflow_uid,
+                settlement.scheduled_millis,
+            )
+            .await?;
+        match claim::settle(current, &settlement, now) {
+            SettleDecision::Update(row) => {
+                update_claim(&mut tx, &row).await?;
+                tx.commit().await?;
+                Ok(row.for_holder())
             }
-            .into()),
+            SettleDecision::Unchanged(row) => {
+                tx.rollback().await?;
+                Ok(row.for_holder())
+            }
+            SettleDecision::Refuse(refusal) => {
+                tx.rollback().await?;
+                Err(refusal.into())
+            }
         }
     }
 
-    async fn list_claims(
-        &self,
-        namespace: String,
-        name: String,
-        uid: Option<String>,
-    ) -> StoreResult<ClaimList> {
+    /// A page of claims and the newest settled tick, in one snapshot.
+    async fn list_claims(&self, query: ClaimQuery) -> StoreResult<ClaimPage> {
+        let uid = query.cron_workflow_uid.unwrap_or_default();
+        let (after_time, after_uid) = query.after.unwrap_or((i64::MAX, String::new()));
+        let limit = query.limit as usize;
+        let mut tx = self.pool.begin_with(self.dialect.begin_read()).await?;
         let rows = sqlx::query(SELECT_CLAIMS)
-            .bind(&namespace)
-            .bind(&name)
-            .bind(uid.unwrap_or_default())
-            .fetch_all(&self.pool)
+            .bind(&query.namespace)
+            .bind(&query.cron_workflow)
+            .bind(&uid)
+            .bind(after_time)
+            .bind(after_uid)
+            .bind(i64::from(query.limit) + 1)
+            .fetch_all(&mut *tx)
             .await?;
-        let items = rows
+        let last_scheduled: Option<i64> = sqlx::query_scalar(LAST_SETTLED)
+            .bind(&query.namespace)
+            .bind(&query.cron_workflow)
+            .bind(&uid)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.rollback().await?;
+        let mut rows = rows
             .iter()
-            .map(decode_claim)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ClaimList {
-            last_scheduled_time: items.first().map(|c| c.scheduled_time.clone()),
-            items,
+            .map(ClaimRow::decode)
+            .collect::<StoreResult<Vec<_>>>()?;
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last()
+                .map(|row| (row.scheduled_time, row.cron_workflow_uid.clone()))
+        } else {
+            None
+        };
+        Ok(ClaimPage {
+            items: rows.into_iter().map(ClaimRow::public).collect(),
+            last_scheduled,
+            next,
         })
     }
+
+    /// Deletes old claims (see `prunable_claim!`), a batch per statement.
+    async fn prune_claims(&self, before: i64) -> StoreResult<u64> {
+        let mut pruned = 0;
+        loop {
+            let deleted = sqlx::query(DELETE_OLD_CLAIMS)
+                .bind(before)
+                .bind(RETENTION_BATCH)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            if deleted == 0 {
+                return Ok(pruned);
+            }
+            pruned += deleted;
+        }
+    }
+}
+
+/// Writes a taken-over or settled claim.
+async fn update_claim(tx: &mut AnyConnection, row: &ClaimRow) -> StoreResult<()> {
+    let update = sqlx::query(UPDATE_CLAIM)
+        .bind(&row.cron_workflow_uid)
+        .bind(row.scheduled_time);
+    bind_claim_changes(update, row).execute(tx).await?;
+    Ok(())
 }
 
 impl Store for SqlStore {
@@ -833,30 +1039,23 @@ impl Store for SqlStore {
     }
 
     fn claim(&self, claim: NewClaim) -> BoxFuture<'_, StoreResult<Claim>> {
-        self.db.measured(self.db.insert_claim(claim))
+        self.db.measured(self.db.take_claim(claim))
     }
 
-    fn claims(
-        &self,
-        namespace: String,
-        cron_workflow: String,
-        cron_workflow_uid: Option<String>,
-    ) -> BoxFuture<'_, StoreResult<ClaimList>> {
-        self.db.measured(
-            self.db
-                .list_claims(namespace, cron_workflow, cron_workflow_uid),
-        )
+    fn settle(&self, settlement: Settlement) -> BoxFuture<'_, StoreResult<Claim>> {
+        self.db.measured(self.db.settle_claim(settlement))
     }
 
-    fn prune(
-        &self,
-        changes_before: i64,
-        results_before: i64,
-    ) -> BoxFuture<'_, StoreResult<Pruned>> {
+    fn claims(&self, query: ClaimQuery) -> BoxFuture<'_, StoreResult<ClaimPage>> {
+        self.db.measured(self.db.list_claims(query))
+    }
+
+    fn prune(&self, before: PruneBefore) -> BoxFuture<'_, StoreResult<Pruned>> {
         self.db.measured(async move {
             Ok(Pruned {
-                results: self.db.expire_results(results_before).await?,
-                changes: self.db.prune_changes(changes_before).await?,
+                results: self.db.expire_results(before.results).await?,
+                changes: self.db.prune_changes(before.changes).await?,
+                claims: self.db.prune_claims(before.claims).await?,
             })
         })
     }

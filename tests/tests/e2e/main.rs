@@ -30,6 +30,7 @@ mod cli;
 mod concurrency;
 mod controller;
 mod cron;
+mod cron_cli;
 mod embedded;
 mod feed;
 mod group_commit;

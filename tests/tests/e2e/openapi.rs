@@ -43,6 +43,10 @@ async fn the_openapi_document_lists_every_operation() {
             "/api/v1/namespaces/{namespace}/cronworkflows/{name}/runs",
             "get",
         ),
+        (
+            "/api/v1/namespaces/{namespace}/cronworkflows/{name}/runs/settle",
+            "post",
+        ),
         ("/api/v1/whoami", "get"),
     ];
     for (path, method) in operations {

@@ -142,6 +142,7 @@ async fn two_replicas_share_one_feed_and_one_claim_per_tick() {
                         cron_workflow_uid: "nightly-uid".into(),
                         scheduled_time: format!("2026-11-29T{:02}:{:02}:00Z", tick / 60, tick % 60),
                         workflow_name: format!("nightly-{tick}"),
+                        lease_seconds: None,
                     };
                     controller.claim(NS, "nightly", &claim).await.is_ok()
                 })
