@@ -11,6 +11,9 @@
 //!    result decides a node whose pod ended, Succeeded or Failed, and its outputs come along.
 //! 4. When a pod vanished, or ended without a completed result, abandon its result
 //!    ([`Reconciler::pod_gone`]); the answer is frozen, and the node takes its phase from it.
+//!
+//! The cron controller's side, one tick run the safe way (claim, create, settle), is
+//! [`cron::run_tick`].
 
 use std::collections::HashMap;
 
@@ -20,6 +23,8 @@ use argo_results_proto::{
 use serde::Deserialize;
 
 use crate::{Client, ClientError, FeedOptions, ListOptions};
+
+pub use crate::cron;
 
 /// What the pod informer says of a node's pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
