@@ -67,7 +67,10 @@ impl Connection {
 /// Splits `NAMESPACE/NAME`.
 pub fn namespaced(text: &str) -> Result<(String, String), Failure> {
     match text.split_once('/') {
-        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => {
+        // Kubernetes names hold no '/': `argo/wf/node` is a node given as a third part.
+        Some((namespace, name))
+            if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+        {
             Ok((namespace.to_owned(), name.to_owned()))
         }
         _ => Err(Failure::Usage(format!(
