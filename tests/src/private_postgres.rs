@@ -12,7 +12,7 @@ pub struct PrivatePostgres {
     bin: PathBuf,
     data: PathBuf,
     port: u16,
-    _dir: ScratchDir,
+    dir: ScratchDir,
 }
 
 fn is_root() -> bool {
@@ -62,7 +62,7 @@ impl PrivatePostgres {
             bin,
             data,
             port: free_port(),
-            _dir: dir,
+            dir,
         };
         let data = postgres.data.to_string_lossy().into_owned();
         postgres.run(
@@ -94,9 +94,16 @@ impl PrivatePostgres {
             "-p {} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off",
             self.port
         );
+        // Its log in a file beside the data, not on the test's terminal.
+        let log = self
+            .dir
+            .0
+            .join("postgres.log")
+            .to_string_lossy()
+            .into_owned();
         self.run(
             "pg_ctl",
-            &["-D", &data, "-o", &options, "-w", "-s", "start"],
+            &["-D", &data, "-l", &log, "-o", &options, "-w", "-s", "start"],
         );
     }
 
