@@ -1,9 +1,10 @@
 //! Faults under load, on the real binary: the server killed with SIGKILL, its Postgres
-//! stopped and started again. Each test prints how many reports were acknowledged and how
-//! many are stored, and fails if an acknowledged report is missing or changed, or if a
-//! report refused during the fault cannot be stored once it is over.
+//! stopped and started again, its SQLite disk full. Each test prints how many reports were
+//! acknowledged and how many are stored, and fails if an acknowledged report is missing or
+//! changed, or if a report refused during the fault cannot be stored once it is over.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -12,6 +13,7 @@ use argo_results_client::proto::{NodeResult, ProblemCode, ResultState};
 use argo_results_client::{Answer, Client, ClientError, ListOptions, RetryPolicy, TokenSource};
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
+use argo_results_tests::server::ScratchDir;
 use argo_results_tests::tokens::pod_token;
 use argo_results_tests::{Backend, TestServer};
 use futures_util::TryStreamExt;
@@ -323,6 +325,141 @@ async fn postgres_restarted_under_load_loses_nothing_and_serves_within_10s() {
         odd.is_empty(),
         "refusals other than 503 unavailable: {odd:?}"
     );
+    assert_eq!(settled.len(), sent.len());
+    assert_eq!(missing(&settled, &sent), Vec::<u32>::new());
+}
+
+/// A tmpfs of a test's own (mounting needs root, as in CI), unmounted when dropped.
+#[derive(Debug)]
+struct SmallDisk(ScratchDir);
+
+impl SmallDisk {
+    /// `None` when this machine cannot mount one, said on stdout and stderr; with `CI` set
+    /// the test fails instead, so that CI never passes without filling a disk.
+    fn mount(size: &str) -> Option<Self> {
+        let dir = ScratchDir::new();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir.0)
+            .output();
+        let why = match mounted {
+            Ok(out) if out.status.success() => return Some(SmallDisk(dir)),
+            Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            Err(error) => error.to_string(),
+        };
+        let message = format!(
+            "SKIPPED: cannot mount a tmpfs to fill ({why}); this test needs root (or \
+             CAP_SYS_ADMIN), as CI has"
+        );
+        assert!(std::env::var_os("CI").is_none(), "{message}");
+        println!("{message}");
+        eprintln!("{message}");
+        None
+    }
+
+    /// Fills the disk to its last byte with a file, and returns the file.
+    fn fill(&self) -> PathBuf {
+        use std::io::Write;
+        let path = self.0.0.join("filler");
+        let mut file = std::fs::File::create(&path).expect("create the filler");
+        for chunk in [vec![0u8; 64 * 1024], vec![0u8; 1]] {
+            loop {
+                match file.write_all(&chunk) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
+                    Err(e) => panic!("fill the disk: {e}"),
+                }
+            }
+        }
+        path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        // Lazily: a server killed on drop may still hold its files for a moment.
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0.0)
+            .status();
+    }
+}
+
+/// SQLite on a disk that fills up under 16 writers: reports are refused with `503
+/// unavailable` (reads still answer), succeed within 10 s of space coming back, the
+/// database passes `PRAGMA integrity_check` after a crash and a restart, and nothing
+/// acknowledged is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_on_a_full_disk_answers_503_and_recovers() {
+    let Some(disk) = SmallDisk::mount("16m") else {
+        return;
+    };
+    let database = format!("sqlite://{}", disk.0.0.join("results.db").display());
+    let server = TestServer::start_on(Backend::Sqlite, &database, &[]).await;
+    let writers = Writers::start(server.url());
+    writers
+        .wait_until(
+            "reports acknowledged before the disk fills",
+            |acknowledged, _| acknowledged >= BEFORE_FAULT,
+        )
+        .await;
+    let filler = disk.fill();
+    writers
+        .wait_until("every writer meets the full disk", |_, refused| {
+            refused >= WRITERS as usize
+        })
+        .await;
+    let read = server
+        .reader()
+        .list_results(NS, WF, &ListOptions::default())
+        .await;
+    assert!(read.is_ok(), "reads fail on a full disk: {read:?}");
+    std::fs::remove_file(filler).expect("remove the filler");
+    let first = complete(server.url(), PROBE, retries_for_10s()).await;
+    assert!(
+        first.is_ok(),
+        "no report succeeded within 10 s of space coming back: {first:?}"
+    );
+    let before = writers.acknowledged();
+    writers
+        .wait_until(
+            "the writers' reports acknowledged again",
+            |acknowledged, _| acknowledged >= before + BEFORE_FAULT,
+        )
+        .await;
+    let tally = writers.stop().await;
+    let mut sent = tally.sent();
+    sent.push(PROBE);
+    let after_full = stored(&server).await;
+    let lost = missing(&after_full, &tally.acknowledged);
+    let stray = stray(&after_full, &sent);
+    let committed_unacknowledged = retry_refused(server.url(), &tally).await;
+    let server = server.crash_and_restart().await;
+    let db = server.db().await;
+    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
+        .fetch_one(&db)
+        .await
+        .expect("integrity check");
+    db.close().await;
+    let settled = stored(&server).await;
+    println!(
+        "SQLite on a full disk: acknowledged={} refused={} (committed anyway: \
+         {committed_unacknowledged}) stored={} lost={} stored after sending the refused \
+         again, a kill and a restart={} integrity_check={integrity}",
+        tally.acknowledged.len(),
+        tally.refused.len(),
+        after_full.len(),
+        lost.len(),
+        settled.len(),
+    );
+    assert!(lost.is_empty(), "acknowledged reports lost: {lost:?}");
+    assert_eq!(stray, 0, "rows stored that no writer sent whole");
+    let odd = not_unavailable(&tally);
+    assert!(
+        odd.is_empty(),
+        "refusals other than 503 unavailable: {odd:?}"
+    );
+    assert_eq!(integrity, "ok");
     assert_eq!(settled.len(), sent.len());
     assert_eq!(missing(&settled, &sent), Vec::<u32>::new());
 }
