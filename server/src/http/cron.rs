@@ -46,6 +46,12 @@ struct Position {
     after_uid: String,
 }
 
+impl cursor::Untrusted for Position {
+    fn valid(&self) -> bool {
+        validate::uid("cronWorkflowUid", &self.after_uid).is_ok()
+    }
+}
+
 /// Claim a scheduled tick under a lease before creating its workflow; concurrent claims
 /// of one tick, through any replicas, yield exactly one `201`.
 #[utoipa::path(
