@@ -23,19 +23,26 @@ fn is_root() -> bool {
 }
 
 impl PrivatePostgres {
+    /// Runs one of Postgres' programs; what it prints is shown only if it fails.
     fn run(&self, program: &str, args: &[&str]) {
         let program = self.bin.join(program);
-        let status = if is_root() {
+        let out = if is_root() {
             Command::new("runuser")
                 .args(["-u", "postgres", "--"])
                 .arg(&program)
                 .args(args)
-                .status()
+                .output()
         } else {
-            Command::new(&program).args(args).status()
+            Command::new(&program).args(args).output()
         }
         .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
-        assert!(status.success(), "{} {args:?} failed", program.display());
+        assert!(
+            out.status.success(),
+            "{} {args:?} failed:\n{}{}",
+            program.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Creates a cluster in a scratch directory and starts it.
