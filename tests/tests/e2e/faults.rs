@@ -152,6 +152,32 @@ impl Writers {
         }
     }
 
+    /// Waits until [`BEFORE_FAULT`] more reports than now are acknowledged.
+    async fn acknowledge_more(&self, what: &str) {
+        let before = self.acknowledged();
+        let more = |acknowledged, _| acknowledged >= before + BEFORE_FAULT;
+        self.wait_until(what, more).await;
+    }
+
+    /// Waits until the writers have met the fault: as many refusals as writers.
+    async fn meet(&self, fault: &str) {
+        let met = |_, refused| refused >= WRITERS as usize;
+        self.wait_until(&format!("the writers meet {fault}"), met)
+            .await;
+    }
+
+    /// Once `fault` is over: a report succeeds within 10 s (the test's own, with the wait
+    /// container's retries and a 10 s deadline), and the writers' are acknowledged again.
+    async fn recover(&self, url: &str, fault: &str) {
+        let first = complete(url, PROBE, retries_for_10s()).await;
+        assert!(
+            first.is_ok(),
+            "no report succeeded within 10 s of the end of {fault}: {first:?}"
+        );
+        let again = format!("the writers' reports acknowledged after {fault}");
+        self.acknowledge_more(&again).await;
+    }
+
     /// Stops the writers after the report each has in flight.
     async fn stop(self) -> Tally {
         self.stop.store(true, Ordering::SeqCst);
@@ -197,26 +223,84 @@ fn stray(stored: &HashMap<String, NodeResult>, sent: &[u32]) -> usize {
     stored.len() - (sent.len() - missing(stored, sent).len())
 }
 
-/// Sends every refused report again, as the wait container's retry does; each must be
-/// stored now. Returns how many had committed although their writer never heard so (a
-/// replay answers `200` where a first write answers `201`).
-async fn retry_refused(url: &str, tally: &Tally) -> usize {
-    let mut committed = 0;
-    for (i, _) in &tally.refused {
-        let answer = complete(url, *i, retries_for_10s()).await;
-        match answer.map(|a| a.status) {
-            Ok(200) => committed += 1,
-            Ok(201) => {}
-            other => panic!("step {i}'s report, sent again after the fault: {other:?}"),
-        }
-    }
-    committed
+/// What the writers' reports came to, read once the fault is over.
+struct Aftermath {
+    tally: Tally,
+    /// Every step sent: the writers' and the test's own.
+    sent: Vec<u32>,
+    /// Rows stored before the refused reports were sent again.
+    stored: usize,
+    /// Acknowledged steps not stored completed with their outputs.
+    lost: Vec<u32>,
+    /// Rows that are not a sent step completed with its outputs.
+    stray: usize,
+    /// Refused reports that had committed all the same: sent again, they replay (200).
+    committed_anyway: usize,
 }
 
-/// The refusals that are not `503 unavailable`, as text.
-fn not_unavailable(tally: &Tally) -> Vec<String> {
-    let odd = tally.refused.iter().filter(|(_, e)| !is_unavailable(e));
-    odd.map(|(i, e)| format!("step {i}: {e}")).collect()
+impl Aftermath {
+    /// Reads what `server` stored of `tally` (and of `own`, the test's own steps), then
+    /// sends every refused report again, as the wait container's retry does: each must be
+    /// stored now.
+    async fn read(server: &TestServer, tally: Tally, own: &[u32]) -> Self {
+        let sent: Vec<u32> = tally
+            .sent()
+            .into_iter()
+            .chain(own.iter().copied())
+            .collect();
+        let stored = stored(server).await;
+        let lost = missing(&stored, &tally.acknowledged);
+        let stray = stray(&stored, &sent);
+        let mut committed_anyway = 0;
+        for (i, _) in &tally.refused {
+            let answer = complete(server.url(), *i, retries_for_10s()).await;
+            match answer.map(|a| a.status) {
+                Ok(200) => committed_anyway += 1,
+                Ok(201) => {}
+                other => panic!("step {i}'s report, sent again after the fault: {other:?}"),
+            }
+        }
+        Aftermath {
+            tally,
+            sent,
+            stored: stored.len(),
+            lost,
+            stray,
+            committed_anyway,
+        }
+    }
+
+    /// Prints the counts of `fault`, then fails unless nothing acknowledged was lost,
+    /// nothing was stored in part, every refusal was `expected`, and `settled` (what is
+    /// stored in the end) holds every step sent.
+    fn check(
+        &self,
+        fault: &str,
+        settled: &HashMap<String, NodeResult>,
+        expected: impl Fn(&ClientError) -> bool,
+    ) {
+        println!(
+            "{fault}: acknowledged={} refused={} (committed anyway: {}) stored={} lost={} \
+             stored after sending the refused again={}",
+            self.tally.acknowledged.len(),
+            self.tally.refused.len(),
+            self.committed_anyway,
+            self.stored,
+            self.lost.len(),
+            settled.len(),
+        );
+        assert!(
+            self.lost.is_empty(),
+            "acknowledged reports lost: {:?}",
+            self.lost
+        );
+        assert_eq!(self.stray, 0, "rows stored that nobody sent whole");
+        let unexpected = self.tally.refused.iter().filter(|(_, e)| !expected(e));
+        let unexpected: Vec<_> = unexpected.map(|(i, e)| format!("step {i}: {e}")).collect();
+        assert!(unexpected.is_empty(), "unexpected refusals: {unexpected:?}");
+        assert_eq!(settled.len(), self.sent.len());
+        assert_eq!(missing(settled, &self.sent), Vec::<u32>::new());
+    }
 }
 
 /// Guarantee 4 under load: 16 writers, SIGKILL, restart. Every acknowledged report is
@@ -226,43 +310,20 @@ async fn kill_9_under_load_loses_no_acknowledged_report(backend: Backend) {
     let mut server = TestServer::start(backend).await;
     let writers = Writers::start(server.url());
     writers
-        .wait_until("reports acknowledged before the kill", |acknowledged, _| {
-            acknowledged >= BEFORE_FAULT
-        })
+        .acknowledge_more("reports acknowledged before the kill")
         .await;
     server.kill().await;
     let tally = writers.stop().await;
     let server = server.crash_and_restart().await;
-    let sent = tally.sent();
-    let after_restart = stored(&server).await;
-    let lost = missing(&after_restart, &tally.acknowledged);
-    let stray = stray(&after_restart, &sent);
-    let committed_unacknowledged = retry_refused(server.url(), &tally).await;
+    let aftermath = Aftermath::read(&server, tally, &[]).await;
     let settled = stored(&server).await;
-    println!(
-        "kill -9 under load ({backend:?}): acknowledged={} stored after restart={} lost={} \
-         unacknowledged={} (committed before the kill: {committed_unacknowledged}) \
-         stored after sending those again={}",
-        tally.acknowledged.len(),
-        after_restart.len(),
-        lost.len(),
-        tally.refused.len(),
-        settled.len(),
+    // Refused only by the kill: the connection broke or was refused.
+    let killed = |e: &ClientError| matches!(e, ClientError::Transport(_));
+    aftermath.check(
+        &format!("kill -9 under load ({backend:?})"),
+        &settled,
+        killed,
     );
-    assert!(lost.is_empty(), "acknowledged reports lost: {lost:?}");
-    assert_eq!(stray, 0, "rows stored that no writer sent whole");
-    let answered: Vec<_> = tally
-        .refused
-        .iter()
-        .filter(|(_, e)| !matches!(e, ClientError::Transport(_)))
-        .map(|(i, e)| format!("step {i}: {e}"))
-        .collect();
-    assert!(
-        answered.is_empty(),
-        "refusals other than the kill's: {answered:?}"
-    );
-    assert_eq!(settled.len(), sent.len());
-    assert_eq!(missing(&settled, &sent), Vec::<u32>::new());
 }
 
 /// Postgres stopped at once under 16 writers, then started again: reports are refused with
@@ -275,58 +336,16 @@ async fn postgres_restarted_under_load_loses_nothing_and_serves_within_10s() {
     let server = TestServer::start_on(Backend::Postgres, &postgres.url(), &[]).await;
     let writers = Writers::start(server.url());
     writers
-        .wait_until(
-            "reports acknowledged before the outage",
-            |acknowledged, _| acknowledged >= BEFORE_FAULT,
-        )
+        .acknowledge_more("reports acknowledged before the outage")
         .await;
     postgres.stop();
-    writers
-        .wait_until("every writer meets the outage", |_, refused| {
-            refused >= WRITERS as usize
-        })
-        .await;
+    writers.meet("the outage").await;
     postgres.resume();
-    let first = complete(server.url(), PROBE, retries_for_10s()).await;
-    assert!(
-        first.is_ok(),
-        "no report succeeded within 10 s of Postgres coming back: {first:?}"
-    );
-    let before = writers.acknowledged();
-    writers
-        .wait_until(
-            "the writers' reports acknowledged again",
-            |acknowledged, _| acknowledged >= before + BEFORE_FAULT,
-        )
-        .await;
+    writers.recover(server.url(), "the outage").await;
     let tally = writers.stop().await;
-    // The writers' steps and the first report after the outage.
-    let mut sent = tally.sent();
-    sent.push(PROBE);
-    let after_outage = stored(&server).await;
-    let lost = missing(&after_outage, &tally.acknowledged);
-    let stray = stray(&after_outage, &sent);
-    let committed_unacknowledged = retry_refused(server.url(), &tally).await;
+    let aftermath = Aftermath::read(&server, tally, &[PROBE]).await;
     let settled = stored(&server).await;
-    println!(
-        "Postgres restarted under load: acknowledged={} refused={} (committed as Postgres \
-         stopped: {committed_unacknowledged}) stored={} lost={} stored after sending the \
-         refused again={}",
-        tally.acknowledged.len(),
-        tally.refused.len(),
-        after_outage.len(),
-        lost.len(),
-        settled.len(),
-    );
-    assert!(lost.is_empty(), "acknowledged reports lost: {lost:?}");
-    assert_eq!(stray, 0, "rows stored that no writer sent whole");
-    let odd = not_unavailable(&tally);
-    assert!(
-        odd.is_empty(),
-        "refusals other than 503 unavailable: {odd:?}"
-    );
-    assert_eq!(settled.len(), sent.len());
-    assert_eq!(missing(&settled, &sent), Vec::<u32>::new());
+    aftermath.check("Postgres restarted under load", &settled, is_unavailable);
 }
 
 /// A tmpfs of a test's own (mounting needs root, as in CI), unmounted when dropped.
@@ -348,12 +367,14 @@ impl SmallDisk {
             Err(error) => error.to_string(),
         };
         let message = format!(
-            "SKIPPED: cannot mount a tmpfs to fill ({why}); this test needs root (or \
-             CAP_SYS_ADMIN), as CI has"
+            "cannot mount a tmpfs to fill ({why}); this test needs root (or CAP_SYS_ADMIN)"
         );
-        assert!(std::env::var_os("CI").is_none(), "{message}");
-        println!("{message}");
-        eprintln!("{message}");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{message}; CI is set, where it must run"
+        );
+        println!("SKIPPED: {message}");
+        eprintln!("SKIPPED: {message}");
         None
     }
 
@@ -398,42 +419,19 @@ async fn sqlite_on_a_full_disk_answers_503_and_recovers() {
     let server = TestServer::start_on(Backend::Sqlite, &database, &[]).await;
     let writers = Writers::start(server.url());
     writers
-        .wait_until(
-            "reports acknowledged before the disk fills",
-            |acknowledged, _| acknowledged >= BEFORE_FAULT,
-        )
+        .acknowledge_more("reports acknowledged before the disk fills")
         .await;
     let filler = disk.fill();
-    writers
-        .wait_until("every writer meets the full disk", |_, refused| {
-            refused >= WRITERS as usize
-        })
-        .await;
+    writers.meet("the full disk").await;
     let read = server
         .reader()
         .list_results(NS, WF, &ListOptions::default())
         .await;
     assert!(read.is_ok(), "reads fail on a full disk: {read:?}");
     std::fs::remove_file(filler).expect("remove the filler");
-    let first = complete(server.url(), PROBE, retries_for_10s()).await;
-    assert!(
-        first.is_ok(),
-        "no report succeeded within 10 s of space coming back: {first:?}"
-    );
-    let before = writers.acknowledged();
-    writers
-        .wait_until(
-            "the writers' reports acknowledged again",
-            |acknowledged, _| acknowledged >= before + BEFORE_FAULT,
-        )
-        .await;
+    writers.recover(server.url(), "the full disk").await;
     let tally = writers.stop().await;
-    let mut sent = tally.sent();
-    sent.push(PROBE);
-    let after_full = stored(&server).await;
-    let lost = missing(&after_full, &tally.acknowledged);
-    let stray = stray(&after_full, &sent);
-    let committed_unacknowledged = retry_refused(server.url(), &tally).await;
+    let aftermath = Aftermath::read(&server, tally, &[PROBE]).await;
     let server = server.crash_and_restart().await;
     let db = server.db().await;
     let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
@@ -443,23 +441,8 @@ async fn sqlite_on_a_full_disk_answers_503_and_recovers() {
     db.close().await;
     let settled = stored(&server).await;
     println!(
-        "SQLite on a full disk: acknowledged={} refused={} (committed anyway: \
-         {committed_unacknowledged}) stored={} lost={} stored after sending the refused \
-         again, a kill and a restart={} integrity_check={integrity}",
-        tally.acknowledged.len(),
-        tally.refused.len(),
-        after_full.len(),
-        lost.len(),
-        settled.len(),
+        "SQLite on a full disk: PRAGMA integrity_check after a kill and a restart: {integrity}"
     );
-    assert!(lost.is_empty(), "acknowledged reports lost: {lost:?}");
-    assert_eq!(stray, 0, "rows stored that no writer sent whole");
-    let odd = not_unavailable(&tally);
-    assert!(
-        odd.is_empty(),
-        "refusals other than 503 unavailable: {odd:?}"
-    );
+    aftermath.check("SQLite on a full disk", &settled, is_unavailable);
     assert_eq!(integrity, "ok");
-    assert_eq!(settled.len(), sent.len());
-    assert_eq!(missing(&settled, &sent), Vec::<u32>::new());
 }
