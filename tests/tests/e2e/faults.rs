@@ -50,7 +50,8 @@ async fn complete(
 }
 
 /// The wait container's retries (`Retry-After`, else 1 s doubling to 30 s, 20 % jitter)
-/// until 10 s from now: a report that succeeds with it succeeded within 10 s.
+/// with a deadline 10 s from now: no attempt starts after it, and the last one is given
+/// what is left of it, or a second at least.
 fn retries_for_10s() -> Option<RetryPolicy> {
     Some(RetryPolicy {
         deadline: Some(Instant::now() + Duration::from_secs(10)),
