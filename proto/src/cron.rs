@@ -1,20 +1,27 @@
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "openapi")]
+use crate::schema::{ObjectName, Reason, Uid};
+
 /// `POST .../cronworkflows/{name}/runs`: claim one scheduled tick, with a lease, before
 /// creating its workflow.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClaimRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = Uid))]
     pub cron_workflow_uid: String,
     /// RFC 3339; stored and returned in UTC.
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
     pub scheduled_time: String,
     /// The workflow to create (Argo: `<cron>-<unix scheduled time>`). A claim taken over
     /// keeps the first claimant's name.
+    #[cfg_attr(feature = "openapi", schema(value_type = ObjectName))]
     pub workflow_name: String,
     /// How long the claim is held without being settled before another claimant may take
     /// it over: 5 to 3600, default 60.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 5, maximum = 3600))]
     pub lease_seconds: Option<i64>,
 }
 
@@ -66,16 +73,21 @@ pub enum SettleOutcome {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettleRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = Uid))]
     pub cron_workflow_uid: String,
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
     pub scheduled_time: String,
     /// The `claimId` of the holder's `201`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Uid))]
     pub claim_id: String,
     pub outcome: SettleOutcome,
     /// Required with `submitted`, refused with `skipped`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Uid>))]
     pub workflow_uid: Option<String>,
     /// Required with `skipped`, refused with `submitted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Reason>))]
     pub reason: Option<String>,
 }
 

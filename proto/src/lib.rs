@@ -8,6 +8,8 @@ mod feed;
 mod problem;
 mod requests;
 mod result;
+#[cfg(feature = "openapi")]
+pub mod schema;
 #[cfg(feature = "token")]
 pub mod token;
 mod whoami;

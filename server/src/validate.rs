@@ -36,7 +36,7 @@ pub struct Limits {
 }
 
 /// Node phases as Argo names them (`NodePhase`).
-const PHASES: [&str; 7] = [
+pub(crate) const PHASES: [&str; 7] = [
     "Pending",
     "Running",
     "Succeeded",

@@ -12,7 +12,7 @@ pub struct PrivatePostgres {
     bin: PathBuf,
     data: PathBuf,
     port: u16,
-    _dir: ScratchDir,
+    dir: ScratchDir,
 }
 
 fn is_root() -> bool {
@@ -23,19 +23,26 @@ fn is_root() -> bool {
 }
 
 impl PrivatePostgres {
+    /// Runs one of Postgres' programs; what it prints is shown only if it fails.
     fn run(&self, program: &str, args: &[&str]) {
         let program = self.bin.join(program);
-        let status = if is_root() {
+        let out = if is_root() {
             Command::new("runuser")
                 .args(["-u", "postgres", "--"])
                 .arg(&program)
                 .args(args)
-                .status()
+                .output()
         } else {
-            Command::new(&program).args(args).status()
+            Command::new(&program).args(args).output()
         }
         .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
-        assert!(status.success(), "{} {args:?} failed", program.display());
+        assert!(
+            out.status.success(),
+            "{} {args:?} failed:\n{}{}",
+            program.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Creates a cluster in a scratch directory and starts it.
@@ -62,7 +69,7 @@ impl PrivatePostgres {
             bin,
             data,
             port: free_port(),
-            _dir: dir,
+            dir,
         };
         let data = postgres.data.to_string_lossy().into_owned();
         postgres.run(
@@ -94,9 +101,16 @@ impl PrivatePostgres {
             "-p {} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off",
             self.port
         );
+        // Its log in a file beside the data, not on the test's terminal.
+        let log = self
+            .dir
+            .0
+            .join("postgres.log")
+            .to_string_lossy()
+            .into_owned();
         self.run(
             "pg_ctl",
-            &["-D", &data, "-o", &options, "-w", "-s", "start"],
+            &["-D", &data, "-l", &log, "-o", &options, "-w", "-s", "start"],
         );
     }
 

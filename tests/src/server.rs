@@ -99,34 +99,42 @@ impl TestServer {
 
     /// As [`TestServer::start`], with more flags.
     pub async fn start_with(backend: Backend, flags: &[&str]) -> Self {
-        Self::start_configured(backend, None, flags, &[]).await
+        Self::start_configured(backend, None, None, flags, &[]).await
+    }
+
+    /// As [`TestServer::start_with`], on the store at `database_url` that the test made
+    /// (its own Postgres, or a SQLite file where it wants it).
+    pub async fn start_on(backend: Backend, database_url: &str, flags: &[&str]) -> Self {
+        Self::start_configured(backend, Some(database_url), None, flags, &[]).await
     }
 
     /// As [`TestServer::start_with`], with environment variables (e.g. `RUST_LOG`).
     pub async fn start_with_env(backend: Backend, flags: &[&str], env: &[(&str, &str)]) -> Self {
-        Self::start_configured(backend, None, flags, env).await
+        Self::start_configured(backend, None, None, flags, env).await
     }
 
     /// A server that asks `kube` (the fake API server), e.g. with `--kube-jwks` or
     /// `--token-review` among `flags`.
     pub async fn start_kube(backend: Backend, kube: &FakeKube, flags: &[&str]) -> Self {
-        Self::start_configured(backend, Some(kube), flags, &[]).await
+        Self::start_configured(backend, None, Some(kube), flags, &[]).await
     }
 
     async fn start_configured(
         backend: Backend,
+        database: Option<&str>,
         kube: Option<&FakeKube>,
         flags: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
         sqlx::any::install_default_drivers();
         let dir = Arc::new(ScratchDir::new());
-        let (database_url, schema) = match backend {
-            Backend::Sqlite => (
+        let (database_url, schema) = match (database, backend) {
+            (Some(url), _) => (url.to_owned(), None),
+            (None, Backend::Sqlite) => (
                 format!("sqlite://{}", dir.0.join("results.db").display()),
                 None,
             ),
-            Backend::Postgres => {
+            (None, Backend::Postgres) => {
                 let schema = unique("t");
                 let admin = AnyPool::connect(&postgres_url())
                     .await

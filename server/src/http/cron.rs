@@ -1,6 +1,7 @@
 //! Cron run claims: each scheduled tick of a cron workflow is claimed under a lease, run
 //! once, and settled; a tick whose holder died is taken over, never lost.
 
+use argo_results_proto::schema::Uid;
 use argo_results_proto::{Claim, ClaimList, ClaimRequest, Problem, SettleRequest};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -27,8 +28,10 @@ const RUNS_MAX_LIMIT: u32 = 1000;
 #[into_params(parameter_in = Query)]
 pub struct ClaimsParams {
     /// Only this incarnation's claims.
+    #[param(value_type = Option<Uid>)]
     cron_workflow_uid: Option<String>,
     /// Page size, 1 to 1000 (default 500).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
     /// The `continue` of the previous page.
     #[serde(rename = "continue")]
@@ -44,6 +47,12 @@ struct Position {
     cron_workflow_uid: Option<String>,
     scheduled_time: i64,
     after_uid: String,
+}
+
+impl cursor::Untrusted for Position {
+    fn valid(&self) -> bool {
+        validate::uid("cronWorkflowUid", &self.after_uid).is_ok()
+    }
 }
 
 /// Claim a scheduled tick under a lease before creating its workflow; concurrent claims

@@ -9,18 +9,27 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
+use crate::validate;
 
 /// A position in a list as an opaque token.
 pub fn seal(position: &impl Serialize) -> String {
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(position).unwrap_or_default())
 }
 
+/// A position read from a token, which a client may have forged: the parts that reach the
+/// database without being compared to the query are checked like parameters (Postgres
+/// answers NUL in text with an error, SQLite would take it).
+pub trait Untrusted: DeserializeOwned {
+    fn valid(&self) -> bool;
+}
+
 /// The position a token of [`seal`] holds, or `invalid_parameter` naming `continue`.
-pub fn open<T: DeserializeOwned>(token: &str) -> Result<T, ApiError> {
+pub fn open<T: Untrusted>(token: &str) -> Result<T, ApiError> {
     URL_SAFE_NO_PAD
         .decode(token)
         .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .and_then(|bytes| serde_json::from_slice::<T>(&bytes).ok())
+        .filter(T::valid)
         .ok_or_else(|| invalid("not a continue token of this server"))
 }
 
@@ -40,6 +49,13 @@ struct Cursor {
     workflow_uid: String,
     state: Option<String>,
     after: String,
+}
+
+impl Untrusted for Cursor {
+    fn valid(&self) -> bool {
+        validate::uid("workflowUid", &self.workflow_uid).is_ok()
+            && validate::dns_subdomain("nodeId", &self.after).is_ok()
+    }
 }
 
 /// The query a page answers.

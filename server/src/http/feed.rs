@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use argo_results_proto::schema::Namespace;
 use argo_results_proto::{FeedPage, Problem, ProblemCode};
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -27,14 +28,18 @@ const MAX_WAIT_SECONDS: u64 = 300;
 #[into_params(parameter_in = Query)]
 pub struct FeedParams {
     /// Changes with a revision above this one (default 0: from the start).
+    #[param(minimum = 0)]
     since: Option<i64>,
     /// Only this namespace's changes.
+    #[param(value_type = Option<Namespace>)]
     namespace: Option<String>,
     /// At most this many changes, 1 to 1000 (default 500).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
     /// Wait for the next change when there is none yet.
     watch: Option<bool>,
     /// How long `watch` waits, 1 to 300 seconds (default 30).
+    #[param(minimum = 1, maximum = 300)]
     timeout_seconds: Option<u64>,
 }
 

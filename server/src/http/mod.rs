@@ -25,7 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
 use tokio::sync::watch;
-use utoipa::OpenApi;
+use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -97,7 +97,7 @@ fn written(written: Written) -> Response {
 
 /// The API's routes and the OpenAPI document generated from them.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+    let api = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(results::report, results::get))
         .routes(routes!(results::abandon))
         .routes(routes!(results::list, results::delete))
@@ -105,8 +105,10 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(feed::feed))
         .routes(routes!(cron::claim, cron::claims))
         .routes(routes!(cron::settle))
-        .routes(routes!(whoami::whoami))
-        .split_for_parts()
+        .routes(routes!(whoami::whoami));
+    let (router, mut document) = api.split_for_parts();
+    openapi::CommonResponses.modify(&mut document);
+    (router, document)
 }
 
 /// The OpenAPI 3.1 document, as served at `/api/v1/openapi.json` and committed as

@@ -1,6 +1,7 @@
 //! Path and query parameters, checked against Kubernetes naming before any handler runs.
 
 use argo_results_proto::ProblemCode;
+use argo_results_proto::schema::{Namespace, ObjectName};
 use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;
 use serde::Deserialize;
@@ -19,7 +20,9 @@ pub fn invalid_parameter(error: FieldError) -> ApiError {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct WorkflowPath {
+    #[param(value_type = Namespace)]
     pub namespace: String,
+    #[param(value_type = ObjectName)]
     pub workflow: String,
 }
 
@@ -27,9 +30,12 @@ pub struct WorkflowPath {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct NodePath {
+    #[param(value_type = Namespace)]
     pub namespace: String,
+    #[param(value_type = ObjectName)]
     pub workflow: String,
     #[serde(rename = "nodeId")]
+    #[param(value_type = ObjectName)]
     pub node_id: String,
 }
 
@@ -37,7 +43,9 @@ pub struct NodePath {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct CronPath {
+    #[param(value_type = Namespace)]
     pub namespace: String,
+    #[param(value_type = ObjectName)]
     pub name: String,
 }
 

@@ -1,6 +1,7 @@
 //! A node's result: the wait container's report, the controller's abandon and garbage
 //! collection, and reads.
 
+use argo_results_proto::schema::Uid;
 use argo_results_proto::{
     AbandonRequest, DeleteResponse, NodeResult, PROTOCOL_VERSION, Problem, ProblemCode,
     ReportRequest, ResultList, ResultState,
@@ -32,6 +33,7 @@ const LIST_MAX_LIMIT: u32 = 1000;
 #[into_params(parameter_in = Query)]
 pub struct UidQuery {
     /// The workflow incarnation; the newest one of the name when absent.
+    #[param(value_type = Option<Uid>)]
     workflow_uid: Option<String>,
 }
 
@@ -40,10 +42,13 @@ pub struct UidQuery {
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// The workflow incarnation; the newest one of the name when absent.
+    #[param(value_type = Option<Uid>)]
     workflow_uid: Option<String>,
-    /// Only results in this state (`expected`, `reporting`, `completed`, `abandoned`).
+    /// Only results in this state.
+    #[param(value_type = Option<ResultState>)]
     state: Option<String>,
     /// Page size, 1 to 1000 (default 500).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
     /// The `continue` of the previous page.
     #[serde(rename = "continue")]
@@ -55,7 +60,8 @@ pub struct ListParams {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct DeleteParams {
-    /// Required: the incarnation whose results are deleted.
+    /// The incarnation whose results are deleted.
+    #[param(value_type = Uid)]
     workflow_uid: Option<String>,
 }
 
@@ -106,11 +112,7 @@ fn optional_uid(uid: Option<String>) -> ApiResult<Option<String>> {
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not this node's pod", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "already_completed (with current), stale_sequence, pod_mismatch, not_expected (no expectation names this pod)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "payload_too_large", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "unsupported_media_type", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "overloaded: retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "unavailable: retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

@@ -17,7 +17,6 @@ use crate::auth::Caller;
     responses(
         (status = 200, description = "The caller", body = Whoami),
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "unavailable: the Kubernetes API could not be asked", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

@@ -300,6 +300,13 @@ impl StoreError {
             {
                 Some("unavailable")
             }
+            // A full disk (SQLITE_FULL, Postgres' disk_full) refuses every write until space
+            // is freed, as an outage does: 503, which clients retry, not 500, which they don't.
+            StoreError::Database(sqlx::Error::Database(error))
+                if matches!(error.code().as_deref(), Some("13" | "53100")) =>
+            {
+                Some("unavailable")
+            }
             StoreError::Database(_) => Some("database"),
             StoreError::Migrate(_) => Some("migrate"),
             StoreError::Corrupt(_) => Some("corrupt"),

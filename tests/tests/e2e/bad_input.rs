@@ -94,6 +94,12 @@ async fn unknown_fields_and_protocol_versions_are_400(backend: Backend) {
     .await;
 }
 
+/// A `continue` token shaped like the server's, holding `position`.
+fn forged_token(position: serde_json::Value) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(position.to_string())
+}
+
 async fn bad_parameters_are_400(backend: Backend) {
     let server = TestServer::start(backend).await;
     let answer = server
@@ -114,11 +120,19 @@ async fn bad_parameters_are_400(backend: Backend) {
     );
     assert_eq!(answer.json["field"], "namespace");
     let reader = tokens::user_token(tokens::READER);
+    // Tokens forged for this query with a NUL in their incarnation are refused like any bad
+    // parameter, on both backends: Postgres cannot take NUL in text, so it must never reach
+    // the database.
+    let forged = forged_token(serde_json::json!({
+        "namespace": NS, "workflow": WF, "workflow_uid": "uid\u{0}", "state": null, "after": "x",
+    }));
+    let forged = format!("continue={forged}");
     for (query, field) in [
         ("limit=0", "limit"),
         ("limit=many", ""),
         ("state=done", "state"),
         ("continue=not-a-token", "continue"),
+        (forged.as_str(), "continue"),
     ] {
         let path = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results?{query}");
         let answer = server.get(&path, Some(&reader)).await;
@@ -131,6 +145,18 @@ async fn bad_parameters_are_400(backend: Backend) {
             assert_eq!(answer.json["field"], field, "{query}");
         }
     }
+    let forged = forged_token(serde_json::json!({
+        "namespace": NS, "cron_workflow": "nightly", "cron_workflow_uid": null,
+        "scheduled_time": 0, "after_uid": "uid\u{0}",
+    }));
+    let path = format!("/api/v1/namespaces/{NS}/cronworkflows/nightly/runs?continue={forged}");
+    let answer = server.get(&path, Some(&reader)).await;
+    assert_eq!(
+        (answer.status, answer.json["field"].as_str()),
+        (400, Some("continue")),
+        "{}",
+        answer.text
+    );
     let answer = server.get("/api/v1/results?since=-1", Some(&reader)).await;
     assert_eq!(answer.status, 400);
     let answer = server

@@ -32,6 +32,7 @@ mod controller;
 mod cron;
 mod cron_cli;
 mod embedded;
+mod faults;
 mod feed;
 mod group_commit;
 mod lifecycle;
