@@ -33,6 +33,7 @@ mod cron;
 mod embedded;
 mod feed;
 mod group_commit;
+mod hostile;
 mod lifecycle;
 mod merge;
 mod names;
