@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use argo_results_proto::{Claim, ClaimList, FeedItem, NodeResult, ResultState, Summary};
+use futures_util::TryStreamExt;
 use sqlx::AnyPool;
 use sqlx::any::AnyRow;
 use sqlx::pool::PoolConnection;
@@ -131,7 +132,7 @@ const SELECT_PAGE: &str = concat!(
 );
 const SUMMARY: &str = "SELECT state, COUNT(*) AS n FROM results \
      WHERE namespace = $1 AND workflow_uid = $2 AND workflow = $3 GROUP BY state";
-const SELECT_CHANGES: &str = "SELECT item FROM changes WHERE revision > $1 AND revision <= $2 \
+const SELECT_CHANGES: &str = "SELECT revision, item FROM changes WHERE revision > $1 AND revision <= $2 \
      AND ($3 = '' OR namespace = $3) ORDER BY revision LIMIT $4";
 const DELETE_WORKFLOW: &str = "DELETE FROM results WHERE namespace = $1 AND workflow = $2 \
      AND workflow_uid = $3 RETURNING node_id";
@@ -144,6 +145,74 @@ const SELECT_CLAIM: &str = "SELECT namespace, cron_workflow, cron_workflow_uid, 
 const SELECT_CLAIMS: &str = "SELECT namespace, cron_workflow, cron_workflow_uid, scheduled_time, \
      workflow_name, claimed_at FROM cron_claims WHERE namespace = $1 AND cron_workflow = $2 \
      AND ($3 = '' OR cron_workflow_uid = $3) ORDER BY scheduled_time DESC LIMIT 1000";
+
+/// What a page's items may weigh: API section 4 allows 8 MiB of JSON in a page, of which
+/// 4 KiB are kept for the page's envelope (summary, revision, continue token).
+const PAGE_ITEMS_BYTES: usize = (8 << 20) - 4096;
+/// Pages are read in rounds of rows, growing from the first to the last size: Postgres
+/// sends every row a query asks for, so a page of large rows reads few rows past its
+/// budget, and a page of small ones takes few rounds.
+const FIRST_ROUND: usize = 16;
+const LAST_ROUND: usize = 256;
+
+/// The items of a page being read, within its limit and byte budget; the first item is
+/// always taken, however large.
+struct Filling<T> {
+    items: Vec<T>,
+    bytes: usize,
+    limit: usize,
+    /// An item was left out: more follow.
+    more: bool,
+}
+
+impl<T> Filling<T> {
+    fn new(limit: u32) -> Self {
+        Filling {
+            items: Vec::new(),
+            bytes: 0,
+            limit: limit as usize,
+            more: false,
+        }
+    }
+
+    /// Rows to read in a round of `round`: no more than fill the page, plus one that
+    /// tells whether more follow.
+    fn wanted(&self, round: usize) -> usize {
+        round.min(self.limit + 1 - self.items.len())
+    }
+
+    /// Takes `item`, which weighs `size` bytes of JSON, unless the page is full.
+    fn offer(&mut self, item: T, size: usize) -> bool {
+        // Each item after the first costs its separating comma too.
+        let full = self.items.len() == self.limit
+            || (!self.items.is_empty() && self.bytes + 1 + size > PAGE_ITEMS_BYTES);
+        if full {
+            self.more = true;
+            return false;
+        }
+        self.bytes += size + usize::from(!self.items.is_empty());
+        self.items.push(item);
+        true
+    }
+}
+
+/// The length of `value` as JSON, without writing it anywhere.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing the API's types into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
 
 fn decode_claim(row: &AnyRow) -> Result<Claim, sqlx::Error> {
     Ok(Claim {
@@ -534,22 +603,39 @@ impl Db {
             .fetch_all(&mut *tx)
             .await?;
         page.summary = summarize(&counts)?;
-        let rows = sqlx::query(SELECT_PAGE)
-            .bind(&query.namespace)
-            .bind(&uid)
-            .bind(&query.workflow)
-            .bind(query.after.unwrap_or_default())
-            .bind(query.state.map(ResultState::as_str).unwrap_or_default())
-            .bind(i64::from(query.limit) + 1)
-            .fetch_all(&mut *tx)
-            .await?;
+        let state = query.state.map(ResultState::as_str).unwrap_or_default();
+        let mut filling = Filling::new(query.limit);
+        let mut after = query.after.unwrap_or_default();
+        let mut round = FIRST_ROUND;
+        'rounds: loop {
+            let want = filling.wanted(round);
+            let mut rows = sqlx::query(SELECT_PAGE)
+                .bind(&query.namespace)
+                .bind(&uid)
+                .bind(&query.workflow)
+                .bind(after.clone())
+                .bind(state)
+                .bind(want as i64)
+                .fetch(&mut *tx);
+            let mut read = 0;
+            while let Some(row) = rows.try_next().await? {
+                read += 1;
+                let item = Row::decode(&row)?.into_api()?;
+                let node_id = item.node_id.clone();
+                let size = json_len(&item);
+                if !filling.offer(item, size) {
+                    break 'rounds;
+                }
+                after = node_id;
+            }
+            if read < want {
+                break;
+            }
+            round = (round * 2).min(LAST_ROUND);
+        }
         tx.rollback().await?;
-        page.more = rows.len() > query.limit as usize;
-        page.items = rows
-            .iter()
-            .take(query.limit as usize)
-            .map(|row| Row::decode(row)?.into_api())
-            .collect::<StoreResult<_>>()?;
+        page.more = filling.more;
+        page.items = filling.items;
         Ok(page)
     }
 
@@ -623,13 +709,34 @@ impl Db {
         // The head is read first: every revision up to it has committed, so the changes
         // read next hold all of them, and the head is a safe place to resume from.
         let head: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(&self.pool).await?;
-        let items: Vec<String> = sqlx::query_scalar(SELECT_CHANGES)
-            .bind(since)
-            .bind(head)
-            .bind(namespace.unwrap_or_default())
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?;
+        let namespace = namespace.unwrap_or_default();
+        let mut filling = Filling::new(limit);
+        let mut after = since;
+        let mut round = FIRST_ROUND;
+        'rounds: loop {
+            let want = filling.wanted(round);
+            let mut rows = sqlx::query(SELECT_CHANGES)
+                .bind(after)
+                .bind(head)
+                .bind(&namespace)
+                .bind(want as i64)
+                .fetch(&self.pool);
+            let mut read = 0;
+            while let Some(row) = rows.try_next().await? {
+                read += 1;
+                let revision: i64 = row.try_get("revision")?;
+                let item: String = row.try_get("item")?;
+                let size = item.len();
+                if !filling.offer(item, size) {
+                    break 'rounds;
+                }
+                after = revision;
+            }
+            if read < want {
+                break;
+            }
+            round = (round * 2).min(LAST_ROUND);
+        }
         // Read after the changes: history pruned before that read, or during it, shows here.
         let pruned: i64 = sqlx::query_scalar(READ_PRUNED)
             .fetch_one(&self.pool)
@@ -642,15 +749,12 @@ impl Db {
             }
             .into());
         }
-        let revision = if items.len() < limit as usize {
-            head.max(since)
-        } else {
-            let last = items.last().map(String::as_str).unwrap_or_default();
-            serde_json::from_str::<FeedItem>(last)
-                .map_err(|e| StoreError::Corrupt(format!("feed item: {e}")))?
-                .revision()
-        };
-        Ok(FeedChunk { items, revision })
+        // A full page resumes after its last change; one that read everything, at the head.
+        let revision = if filling.more { after } else { head.max(since) };
+        Ok(FeedChunk {
+            items: filling.items,
+            revision,
+        })
     }
 
     /// Drops feed history recorded before `before`, at most a batch per transaction.
