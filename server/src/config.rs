@@ -82,9 +82,23 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_ALLOW_UNBOUND_EXECUTOR_TOKENS")]
     pub allow_unbound_executor_tokens: bool,
 
-    /// Required `iss` of tokens (any issuer when unset; `iss` must still be present).
+    /// TokenReviews and SubjectAccessReviews sent per second at most, in bursts of twice
+    /// as many and 16 at once; a request that would wait more than a second for its turn
+    /// answers 503 with Retry-After.
+    #[arg(long, env = "ARGO_RESULTS_KUBE_API_QPS", default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub kube_api_qps: u32,
+
+    /// Required `iss` of tokens. Required with --jwks-file unless --any-issuer is given;
+    /// --kube-jwks learns it from the cluster's OIDC discovery when unset.
     #[arg(long, env = "ARGO_RESULTS_ISSUER")]
     pub issuer: Option<String>,
+
+    /// Accept tokens of any issuer (`iss` must still be present): with --jwks-file, trust
+    /// whoever the JWKS's keys sign for; with --kube-jwks, also the cluster's former
+    /// issuers.
+    #[arg(long, env = "ARGO_RESULTS_ANY_ISSUER", conflicts_with = "issuer")]
+    pub any_issuer: bool,
 
     /// Required `aud` of tokens.
     #[arg(long, env = "ARGO_RESULTS_AUDIENCE", default_value = argo_results_proto::token::DEFAULT_AUDIENCE)]

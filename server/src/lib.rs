@@ -9,6 +9,7 @@ pub mod config;
 pub mod feed;
 pub mod http;
 pub mod metrics;
+pub mod rate;
 pub mod retention;
 pub mod store;
 pub mod tls;
@@ -22,7 +23,8 @@ use argo_results_proto::token::{self, DEV_ADMIN_SUBJECT, DEV_ISSUER, DEV_KEY_ID,
 use tokio::sync::watch;
 
 use auth::dev::{DevKey, DevKeyError};
-use auth::keys::{KeyError, KeySet, TokenPolicy};
+use auth::keys::{Issuer, KeyError, KeySet, TokenPolicy};
+use auth::kube_calls::KubeCalls;
 use auth::kube_keys::KubeKeys;
 use auth::rbac::Rbac;
 use auth::token_review::TokenReviewer;
@@ -43,6 +45,11 @@ pub enum StartError {
          --token-review, or listen on a loopback address to use the dev key"
     )]
     NoValidation(SocketAddr),
+    #[error(
+        "--jwks-file needs --issuer ISS, the `iss` its tokens must carry, or --any-issuer \
+         to trust every issuer its keys sign for"
+    )]
+    IssuerRequired,
     #[error("--jwks-file {path}: {source}")]
     JwksFile {
         path: String,
@@ -91,10 +98,13 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
     } else {
         None
     };
-    let policy = TokenPolicy {
-        audience: config.audience.clone(),
-        issuer: config.issuer.clone(),
+    // Given, or (--any-issuer) any; `None`: the cluster's, for --kube-jwks.
+    let issuer = match (&config.issuer, config.any_issuer) {
+        (Some(issuer), _) => Some(Issuer::Only(issuer.clone())),
+        (None, true) => Some(Issuer::Any),
+        (None, false) => None,
     };
+    let calls = Arc::new(KubeCalls::new(config.kube_api_qps));
     let mut roles = RoleLists {
         readers: config.readers.clone(),
         controllers: config.controllers.clone(),
@@ -102,22 +112,31 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
     let mut dev = None;
     let verifier = match (&config.jwks_file, &kube) {
         (Some(path), _) => {
+            let issuer = issuer.ok_or(StartError::IssuerRequired)?;
             let text = std::fs::read_to_string(path).map_err(|source| StartError::JwksFile {
                 path: path.display().to_string(),
                 source,
             })?;
+            let policy = TokenPolicy {
+                audience: config.audience.clone(),
+                issuer,
+            };
             Verifier::Keys(KeySet::from_jwks(&text, &policy)?)
         }
-        (None, Some(kube)) if config.kube_jwks => {
-            Verifier::KubeKeys(KubeKeys::start(kube.clone(), policy))
-        }
-        (None, Some(kube)) if config.token_review => {
-            Verifier::TokenReview(TokenReviewer::new(kube.clone(), config.audience.clone()))
-        }
+        (None, Some(kube)) if config.kube_jwks => Verifier::KubeKeys(KubeKeys::start(
+            kube.clone(),
+            config.audience.clone(),
+            issuer,
+        )),
+        (None, Some(kube)) if config.token_review => Verifier::TokenReview(TokenReviewer::new(
+            kube.clone(),
+            config.audience.clone(),
+            Arc::clone(&calls),
+        )),
         _ if loopback => {
             let policy = TokenPolicy {
-                issuer: Some(DEV_ISSUER.to_owned()),
-                ..policy
+                audience: config.audience.clone(),
+                issuer: Issuer::Only(DEV_ISSUER.to_owned()),
             };
             let (key, keys) = auth::dev::load_or_create(&config.data_dir, &policy)?;
             dev = Some(key);
@@ -128,12 +147,12 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
         _ => return Err(StartError::NoValidation(config.listen)),
     };
     let authorizer = match &kube {
-        Some(kube) if config.rbac => Authorizer::Rbac(Rbac::new(kube.clone())),
+        Some(kube) if config.rbac => Authorizer::Rbac(Rbac::new(kube.clone(), Arc::clone(&calls))),
         _ => Authorizer::Lists(roles),
     };
     let unbound = kube
         .filter(|_| config.allow_unbound_executor_tokens)
-        .map(Rbac::new);
+        .map(|kube| Rbac::new(kube, calls));
     Ok((Authenticator::tokens(verifier, authorizer, unbound), dev))
 }
 

@@ -75,12 +75,13 @@ pub async fn feed(
     caller: Caller,
     QueryParams(params): QueryParams<FeedParams>,
 ) -> ApiResult<Response> {
-    state
-        .authorize(&caller, Verb::List, params.namespace.as_deref())
-        .await?;
+    // Checked first: a name that cannot be a namespace is nothing to ask RBAC about.
     if let Some(namespace) = &params.namespace {
         dns_label("namespace", namespace).map_err(invalid_parameter)?;
     }
+    state
+        .authorize(&caller, Verb::List, params.namespace.as_deref())
+        .await?;
     let since = params.since.unwrap_or(0);
     if since < 0 {
         return Err(

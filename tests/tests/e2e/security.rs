@@ -653,7 +653,9 @@ async fn rbac_decides_reads_and_controller_operations() {
     let reader = tokens::user_token(READER);
     let controller = tokens::user_token(CONTROLLER);
     let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results");
-    let denied = server.get(&list, Some(&reader)).await;
+    // Denials are cached for 30 s, so the grant below is tried where nothing was denied.
+    let elsewhere = format!("/api/v1/namespaces/team-b/workflows/{WF}/results");
+    let denied = server.get(&elsewhere, Some(&reader)).await;
     assert_eq!(
         (denied.status, denied.json["code"].as_str()),
         (403, Some("forbidden"))
@@ -662,8 +664,12 @@ async fn rbac_decides_reads_and_controller_operations() {
 
     kube.grant(READER, "list", Some(NS));
     kube.grant(CONTROLLER, "create", None);
-    tokio::time::sleep(Duration::from_millis(1100)).await; // denials are cached for 1 s
     assert_eq!(server.get(&list, Some(&reader)).await.status, 200);
+    assert_eq!(
+        server.get(&elsewhere, Some(&reader)).await.status,
+        403,
+        "granted in {NS} only"
+    );
     assert_eq!(
         server.get("/api/v1/results", Some(&reader)).await.status,
         403,
@@ -716,6 +722,8 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
     .await;
     let executor = "system:serviceaccount:argo:workflow-executor";
     let token = tokens::user_token(executor);
+    // Denials are cached for 30 s: the refusal is shown with another executor account.
+    let ungranted = tokens::user_token("system:serviceaccount:argo:other-executor");
     let s = step(1);
     // Registered before the pod exists, so without its UID: the report binds it.
     let expectation = ExpectationRequest {
@@ -741,14 +749,13 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
         .raw(
             Method::PUT,
             &path,
-            Some(&token),
+            Some(&ungranted),
             Some("application/json"),
             body.clone(),
         )
         .await;
-    assert_eq!(refused.status, 403, "no RBAC grant yet: {}", refused.text);
+    assert_eq!(refused.status, 403, "no RBAC grant: {}", refused.text);
     kube.grant(executor, "create", Some(NS));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
     let stored = server
         .raw(
             Method::PUT,
