@@ -59,6 +59,23 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
+    /// Time a client has to send a request's headers, from the connection's start (or the
+    /// TLS handshake's) or from the previous answer: an idle HTTP/1.1 keep-alive
+    /// connection is closed after this too.
+    #[arg(long, env = "ARGO_RESULTS_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+
+    /// A connection with no request in flight for this long is closed (HTTP/2; over
+    /// HTTP/1.1 --header-timeout comes first). An answer must be read within it.
+    #[arg(long, env = "ARGO_RESULTS_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+
+    /// Connections open at once on the API address; more are closed as they arrive. The
+    /// --metrics-listen address takes at most 64 of its own.
+    #[arg(long, env = "ARGO_RESULTS_MAX_OPEN_CONNECTIONS", default_value_t = 512,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_open_connections: u32,
+
     /// Trust the keys of this JWKS file (offline validation of service-account tokens).
     #[arg(long, env = "ARGO_RESULTS_JWKS_FILE")]
     pub jwks_file: Option<PathBuf>,

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod config;
 pub mod feed;
 pub mod http;
+pub mod listener;
 pub mod metrics;
 pub mod rate;
 pub mod retention;
@@ -30,8 +31,12 @@ use auth::rbac::Rbac;
 use auth::token_review::TokenReviewer;
 use auth::{Authenticator, Authorizer, KubeApi, RoleLists, Verifier};
 use config::{AuthMode, Config};
+use listener::Guard;
 use store::{ReportPolicy, SqlStore, StoreError};
 use validate::Limits;
+
+/// Connections open at once on the `--metrics-listen` address, at most.
+const OPERATIONS_CONNECTIONS: usize = 64;
 
 /// Lifetime of the admin token printed by the embedded default.
 const DEV_ADMIN_TOKEN_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -223,13 +228,18 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let state = http::AppState {
         store,
         auth: Arc::new(authenticator),
-        metrics,
+        metrics: Arc::clone(&metrics),
         limits: Limits {
             max_body_bytes: config.max_body_bytes,
             max_result_bytes: config.max_result_bytes,
         },
         stopping,
         in_flight: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight())),
+    };
+    let connections = listener::Limits {
+        header_timeout: config.header_timeout,
+        idle_timeout: config.idle_timeout,
+        max_connections: config.max_open_connections as usize,
     };
     let listener =
         std::net::TcpListener::bind(config.listen).map_err(|source| StartError::Listen {
@@ -259,10 +269,19 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let handle = axum_server::Handle::new();
     if let Some(listener) = operations {
         let addr = listener.local_addr().map_err(StartError::Serve)?;
-        let server = axum_server::from_tcp(listener).map_err(StartError::Serve)?;
+        // Kubelet and Prometheus need a few connections; a flood of the API's cannot
+        // take these.
+        let limits = listener::Limits {
+            max_connections: connections.max_connections.min(OPERATIONS_CONNECTIONS),
+            ..connections
+        };
+        let guard = Guard::new("metrics", limits, Arc::clone(&metrics));
+        let server = axum_server::from_tcp(listener)
+            .map_err(StartError::Serve)?
+            .acceptor(guard.clone());
         let router = http::operations_router(state.clone()).into_make_service();
         println!("argo-results-server serving metrics and probes on http://{addr}");
-        let serving = server.handle(handle.clone()).serve(router);
+        let serving = guard.configure(server).handle(handle.clone()).serve(router);
         tokio::spawn(async move {
             if let Err(error) = serving.await {
                 tracing::error!(%error, "the metrics listener stopped");
@@ -281,20 +300,22 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         stopping_handle.graceful_shutdown(Some(grace));
     });
     let app = http::router(state).into_make_service();
+    let guard = Guard::new("api", connections, metrics);
     match tls {
         Some(tls) => {
-            axum_server::from_tcp_rustls(listener, tls)
+            let server = axum_server::from_tcp_rustls(listener, tls)
                 .map_err(StartError::Serve)?
-                .handle(handle)
-                .serve(app)
-                .await
+                .map(|tls| {
+                    tls.handshake_timeout(connections.header_timeout)
+                        .acceptor(guard.clone())
+                });
+            guard.configure(server).handle(handle).serve(app).await
         }
         None => {
-            axum_server::from_tcp(listener)
+            let server = axum_server::from_tcp(listener)
                 .map_err(StartError::Serve)?
-                .handle(handle)
-                .serve(app)
-                .await
+                .acceptor(guard.clone());
+            guard.configure(server).handle(handle).serve(app).await
         }
     }
     .map_err(StartError::Serve)
