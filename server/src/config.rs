@@ -172,9 +172,25 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_MAX_BODY_BYTES", default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
 
+    /// Time a client has to send a request's body once its headers arrived; past it the
+    /// request is answered 408 request_timeout.
+    #[arg(long, env = "ARGO_RESULTS_BODY_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub body_timeout: Duration,
+
+    /// Bytes of request bodies held in memory at once, across requests; a body that would
+    /// pass it is answered 429 overloaded.
+    #[arg(long, env = "ARGO_RESULTS_MAX_BODY_MEMORY", default_value_t = 64 << 20)]
+    pub max_body_memory: usize,
+
     /// Largest `outputs.result` accepted (Argo's executor keeps 256 KiB).
     #[arg(long, env = "ARGO_RESULTS_MAX_RESULT_BYTES", default_value_t = 256 << 10)]
     pub max_result_bytes: usize,
+
+    /// Bytes of results one pod may change per hour, each change counted at the stored
+    /// result's size (the feed keeps a copy of each); past it the pod's reports answer 429
+    /// until its budget refills [default: 16 x --max-body-bytes].
+    #[arg(long, env = "ARGO_RESULTS_POD_WRITE_BUDGET")]
+    pub pod_write_budget: Option<usize>,
 
     /// Database connections in the pool.
     #[arg(long, env = "ARGO_RESULTS_MAX_CONNECTIONS", default_value_t = 10)]
@@ -199,6 +215,11 @@ pub struct Config {
     /// [default: 32 per database connection]. Waiting watches do not count.
     #[arg(long, env = "ARGO_RESULTS_MAX_IN_FLIGHT")]
     pub max_in_flight: Option<usize>,
+
+    /// Feed requests waiting for a change at once (watch=true); more are answered 429.
+    #[arg(long, env = "ARGO_RESULTS_MAX_WATCHES", default_value_t = 128,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_watches: u32,
 
     /// Log lines as text or as one JSON object per line.
     #[arg(
@@ -259,6 +280,11 @@ impl Config {
         self.max_in_flight
             .unwrap_or(self.max_connections as usize * 32)
             .max(1)
+    }
+
+    pub fn pod_write_budget(&self) -> usize {
+        self.pod_write_budget
+            .unwrap_or(self.max_body_bytes.saturating_mul(16))
     }
 
     pub fn batching(&self) -> Batching {

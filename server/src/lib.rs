@@ -234,7 +234,13 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             max_result_bytes: config.max_result_bytes,
         },
         stopping,
-        in_flight: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight())),
+        admission: Arc::new(http::Admission::new(
+            config.max_in_flight(),
+            config.max_watches as usize,
+            config.max_body_memory,
+            config.body_timeout,
+        )),
+        pod_writes: Arc::new(http::PodWrites::new(config.pod_write_budget())),
     };
     let connections = listener::Limits {
         header_timeout: config.header_timeout,

@@ -66,6 +66,7 @@ impl ApiError {
                 StatusCode::CONFLICT
             }
             Gone => StatusCode::GONE,
+            RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             InvalidField => StatusCode::UNPROCESSABLE_ENTITY,

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use argo_results_proto::{FeedPage, Problem, ProblemCode};
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -12,6 +13,7 @@ use utoipa::IntoParams;
 
 use super::AppState;
 use super::error::{ApiError, ApiResult};
+use super::overload::Slot;
 use super::params::{QueryParams, invalid_parameter, limit};
 use crate::auth::{Caller, Verb};
 use crate::store::FeedChunk;
@@ -67,11 +69,13 @@ fn page(chunk: FeedChunk) -> Response {
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
         (status = 410, description = "gone: since is older than the retained history; re-list and resume from revision", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "overloaded: too many requests in flight, or too many watches waiting (--max-watches); retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
 pub async fn feed(
     State(state): State<AppState>,
+    Extension(slot): Extension<Slot>,
     caller: Caller,
     QueryParams(params): QueryParams<FeedParams>,
 ) -> ApiResult<Response> {
@@ -104,6 +108,7 @@ pub async fn feed(
     let deadline = Instant::now() + Duration::from_secs(wait);
     let mut revisions = state.store.revisions();
     let mut stopping = state.stopping.clone();
+    let mut watch = None;
     loop {
         // Marked seen before reading, so a commit landing after the read still wakes us.
         revisions.borrow_and_update();
@@ -114,6 +119,11 @@ pub async fn feed(
         if !chunk.items.is_empty() || !params.watch.unwrap_or(false) {
             return Ok(page(chunk));
         }
+        if watch.is_none() {
+            watch = Some(state.admission.watch()?);
+        }
+        // Waiting holds no database connection, so it holds no slot in flight either.
+        slot.release();
         let _waiting = state.metrics.watching();
         tokio::select! {
             woke = tokio::time::timeout_at(deadline, revisions.changed()) => {
@@ -122,6 +132,10 @@ pub async fn feed(
                 }
             }
             _ = stopping.wait_for(|stopping| *stopping) => return Ok(page(chunk)),
+        }
+        // Overloaded: nothing new is a true answer, and the reader asks again.
+        if !slot.retake() {
+            return Ok(page(chunk));
         }
     }
 }

@@ -16,6 +16,7 @@ use super::body::JsonBody;
 use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
 use super::observe::Arrived;
+use super::overload::overloaded;
 use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
 use super::{AppState, json, written};
 use crate::auth::{Caller, Verb, pod};
@@ -105,11 +106,12 @@ fn optional_uid(uid: Option<String>) -> ApiResult<Option<String>> {
         (status = 400, description = "invalid_json, unknown_field, unsupported_protocol_version, invalid_parameter", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not this node's pod", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "request_timeout: the body did not arrive within --body-timeout", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "already_completed (with current), stale_sequence, pod_mismatch, not_expected (no expectation names this pod)", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "payload_too_large", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "unsupported_media_type", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "overloaded: retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "overloaded: too many requests in flight, bodies in memory, or this pod's writes this hour (--pod-write-budget); retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "unavailable: retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -133,6 +135,15 @@ pub async fn report(
     }
     validate::report(&body, &state.limits)?;
     state.counted(pod::authorize_report(&state.auth, &caller, &path, &body).await)?;
+    if !state.pod_writes.allows(&body.pod_uid) {
+        return Err(overloaded(&format!(
+            "pod {} changed more than {} bytes of results in the last hour \
+             (--pod-write-budget)",
+            body.pod_uid,
+            state.pod_writes.per_hour()
+        )));
+    }
+    let pod_uid = body.pod_uid.clone();
     let report = Report {
         pod_name: body.pod_name,
         pod_uid: body.pod_uid,
@@ -148,9 +159,12 @@ pub async fn report(
         .store
         .report(key(path, body.workflow_uid), report)
         .await;
-    // Only writes commit; a replay answers from what is stored.
-    if matches!(&stored, Ok(written) if written.outcome != Outcome::Unchanged) {
+    // Only writes commit, and cost the pod; a replay answers from what is stored.
+    if let Ok(written) = &stored
+        && written.outcome != Outcome::Unchanged
+    {
         state.metrics.report_committed(arrived.elapsed());
+        state.pod_writes.charge(&pod_uid, &written.result);
     }
     state.metrics.report(report_outcome(&stored));
     Ok(written(stored?))
@@ -169,6 +183,7 @@ pub async fn report(
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a controller", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "request_timeout: the body did not arrive within --body-timeout", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "already_completed: use the outputs in current", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),
     ),
