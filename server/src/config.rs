@@ -221,7 +221,8 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_watches: u32,
 
-    /// Log lines as text or as one JSON object per line.
+    /// Log lines as text or as one JSON object per line (then the lines printed at start,
+    /// on stdout, are JSON objects too).
     #[arg(
         long,
         env = "ARGO_RESULTS_LOG_FORMAT",

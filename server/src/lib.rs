@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod feed;
 pub mod http;
 pub mod listener;
@@ -30,7 +31,7 @@ use auth::kube_keys::KubeKeys;
 use auth::rbac::Rbac;
 use auth::token_review::TokenReviewer;
 use auth::{Authenticator, Authorizer, KubeApi, RoleLists, Verifier};
-use config::{AuthMode, Config};
+use config::{AuthMode, Config, LogFormat};
 use listener::Guard;
 use store::{ReportPolicy, SqlStore, StoreError};
 use validate::Limits;
@@ -163,23 +164,36 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
 
 /// What a newcomer needs to talk to the embedded default, printed once it listens.
 fn dev_banner(
+    format: LogFormat,
     dev: &DevKey,
     audience: &str,
     scheme: &str,
     addr: SocketAddr,
-) -> Result<String, StartError> {
+) -> Result<(), StartError> {
     let claims = TokenClaims::user(DEV_ISSUER, audience, DEV_ADMIN_SUBJECT, DEV_ADMIN_TOKEN_TTL);
     let admin = token::mint(&dev.pem, DEV_KEY_ID, &claims)?;
-    let key = dev.path.display();
-    Ok(format!(
+    let key = dev.path.display().to_string();
+    let curl = format!("curl -H \"Authorization: Bearer {admin}\" {scheme}://{addr}/api/v1/whoami");
+    let mint = format!(
+        "argo-results token --key {key} --namespace argo --pod-name my-wf-main-1234 --pod-uid pod-uid-1"
+    );
+    let text = format!(
         "dev auth: trusting tokens signed by {key} (loopback only)\n\
          admin token (reader + controller, valid 24h):\n  \
          export ARGO_RESULTS_TOKEN={admin}\n\
          try it:\n  \
-         curl -H \"Authorization: Bearer {admin}\" {scheme}://{addr}/api/v1/whoami\n\
+         {curl}\n\
          mint a pod token to play the wait container:\n  \
-         argo-results token --key {key} --namespace argo --pod-name my-wf-main-1234 --pod-uid pod-uid-1\n"
-    ))
+         {mint}"
+    );
+    let fields = [
+        ("key", key.as_str()),
+        ("admin_token", admin.as_str()),
+        ("try", curl.as_str()),
+        ("mint_pod_token", mint.as_str()),
+    ];
+    console::say(format, &text, &fields);
+    Ok(())
 }
 
 /// Starts the server and serves until SIGTERM or SIGINT.
@@ -270,7 +284,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
     if let Some(dev) = &dev {
-        print!("{}", dev_banner(dev, &config.audience, scheme, addr)?);
+        dev_banner(config.log_format, dev, &config.audience, scheme, addr)?;
     }
     let handle = axum_server::Handle::new();
     if let Some(listener) = operations {
@@ -286,7 +300,12 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             .map_err(StartError::Serve)?
             .acceptor(guard.clone());
         let router = http::operations_router(state.clone()).into_make_service();
-        println!("argo-results-server serving metrics and probes on http://{addr}");
+        let url = format!("http://{addr}");
+        console::say(
+            config.log_format,
+            &format!("argo-results-server serving metrics and probes on {url}"),
+            &[("url", &url)],
+        );
         let serving = guard.configure(server).handle(handle.clone()).serve(router);
         tokio::spawn(async move {
             if let Err(error) = serving.await {
@@ -295,7 +314,12 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         });
     }
     // Printed last: once it is out, the server is ready and all else was said.
-    println!("argo-results-server listening on {scheme}://{addr}");
+    let url = format!("{scheme}://{addr}");
+    console::say(
+        config.log_format,
+        &format!("argo-results-server listening on {url}"),
+        &[("url", &url)],
+    );
 
     let grace = config.shutdown_grace;
     let stopping_handle = handle.clone();
