@@ -441,6 +441,69 @@ async fn slow_and_idle_connections_are_closed() {
     assert_eq!(open, 0, "connections the server never closed");
 }
 
+/// The connections open on the API address, from the server's metrics (the one that asks
+/// included).
+async fn open_connections(server: &TestServer) -> u64 {
+    let metrics = server.get("/metrics", None).await.text;
+    metrics
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("argo_results_http_connections{listener=\"api\"} ")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// An HTTP/2 connection, which has no header timeout after its first request, is closed
+/// once no request has been in flight on it for `--idle-timeout`; a watch waiting longer
+/// than that is in flight, and keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_http2_connections_are_closed() {
+    let server = TestServer::start_with(Backend::Sqlite, &["--idle-timeout", "2s"]).await;
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client");
+    let watch = h2
+        .get(format!(
+            "{}/api/v1/results?since=0&watch=true&timeoutSeconds=4",
+            server.url()
+        ))
+        .bearer_auth(tokens::user_token(READER))
+        .send()
+        .await
+        .expect("a watch longer than the idle timeout");
+    assert_eq!(watch.version(), reqwest::Version::HTTP_2);
+    assert_eq!(watch.status(), 200);
+    assert_eq!(
+        open_connections(&server).await,
+        2,
+        "the HTTP/2 one and the asker"
+    );
+    let started = Instant::now();
+    let mut closed = None;
+    while started.elapsed() < Duration::from_secs(15) {
+        if open_connections(&server).await == 1 {
+            closed = Some(started.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    figure(
+        "idle HTTP/2",
+        format!(
+            "with --idle-timeout 2s, a 4 s watch was answered; the idle connection was then \
+             closed after {}",
+            closed.map_or("more than 15 s".to_owned(), |took| format!(
+                "{:.1} s",
+                took.as_secs_f64()
+            ))
+        ),
+    );
+    assert!(closed.is_some(), "the idle HTTP/2 connection stayed open");
+}
+
 /// 1,100 connections that send nothing, against a server allowed 1,024 open files: the
 /// API refuses what is past its connection cap (and says so in its log), the probes on
 /// `--metrics-listen` answer throughout, and the API serves again once the idle
