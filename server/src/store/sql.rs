@@ -155,14 +155,19 @@ const PAGE_ITEMS_BYTES: usize = (8 << 20) - 4096;
 const FIRST_ROUND: usize = 16;
 const LAST_ROUND: usize = 256;
 
-/// The items of a page being read, within its limit and byte budget; the first item is
-/// always taken, however large.
+/// The items of a page being read in rounds, within its limit and byte budget; the first
+/// item is always taken, however large.
 struct Filling<T> {
     items: Vec<T>,
     bytes: usize,
     limit: usize,
     /// An item was left out: more follow.
     more: bool,
+    /// The rows the next round asks for, at most.
+    round: usize,
+    /// The rows the last round asked for, and how many it offered.
+    asked: usize,
+    offered: usize,
 }
 
 impl<T> Filling<T> {
@@ -172,17 +177,27 @@ impl<T> Filling<T> {
             bytes: 0,
             limit: limit as usize,
             more: false,
+            round: FIRST_ROUND,
+            asked: 0,
+            offered: 0,
         }
     }
 
-    /// Rows to read in a round of `round`: no more than fill the page, plus one that
-    /// tells whether more follow.
-    fn wanted(&self, round: usize) -> usize {
-        round.min(self.limit + 1 - self.items.len())
+    /// How many rows the next round reads (no more than fill the page, plus one that
+    /// tells whether more follow), or `None` when the page is full or the rows ran out.
+    fn next_round(&mut self) -> Option<usize> {
+        if self.more || self.offered < self.asked {
+            return None;
+        }
+        self.asked = self.round.min(self.limit + 1 - self.items.len());
+        self.offered = 0;
+        self.round = (self.round * 2).min(LAST_ROUND);
+        Some(self.asked)
     }
 
     /// Takes `item`, which weighs `size` bytes of JSON, unless the page is full.
     fn offer(&mut self, item: T, size: usize) -> bool {
+        self.offered += 1;
         // Each item after the first costs its separating comma too.
         let full = self.items.len() == self.limit
             || (!self.items.is_empty() && self.bytes + 1 + size > PAGE_ITEMS_BYTES);
@@ -606,32 +621,24 @@ impl Db {
         let state = query.state.map(ResultState::as_str).unwrap_or_default();
         let mut filling = Filling::new(query.limit);
         let mut after = query.after.unwrap_or_default();
-        let mut round = FIRST_ROUND;
-        'rounds: loop {
-            let want = filling.wanted(round);
+        while let Some(rows) = filling.next_round() {
             let mut rows = sqlx::query(SELECT_PAGE)
                 .bind(&query.namespace)
                 .bind(&uid)
                 .bind(&query.workflow)
                 .bind(after.clone())
                 .bind(state)
-                .bind(want as i64)
+                .bind(rows as i64)
                 .fetch(&mut *tx);
-            let mut read = 0;
             while let Some(row) = rows.try_next().await? {
-                read += 1;
                 let item = Row::decode(&row)?.into_api()?;
                 let node_id = item.node_id.clone();
                 let size = json_len(&item);
                 if !filling.offer(item, size) {
-                    break 'rounds;
+                    break;
                 }
                 after = node_id;
             }
-            if read < want {
-                break;
-            }
-            round = (round * 2).min(LAST_ROUND);
         }
         tx.rollback().await?;
         page.more = filling.more;
@@ -712,30 +719,22 @@ impl Db {
         let namespace = namespace.unwrap_or_default();
         let mut filling = Filling::new(limit);
         let mut after = since;
-        let mut round = FIRST_ROUND;
-        'rounds: loop {
-            let want = filling.wanted(round);
+        while let Some(rows) = filling.next_round() {
             let mut rows = sqlx::query(SELECT_CHANGES)
                 .bind(after)
                 .bind(head)
                 .bind(&namespace)
-                .bind(want as i64)
+                .bind(rows as i64)
                 .fetch(&self.pool);
-            let mut read = 0;
             while let Some(row) = rows.try_next().await? {
-                read += 1;
                 let revision: i64 = row.try_get("revision")?;
                 let item: String = row.try_get("item")?;
                 let size = item.len();
                 if !filling.offer(item, size) {
-                    break 'rounds;
+                    break;
                 }
                 after = revision;
             }
-            if read < want {
-                break;
-            }
-            round = (round * 2).min(LAST_ROUND);
         }
         // Read after the changes: history pruned before that read, or during it, shows here.
         let pruned: i64 = sqlx::query_scalar(READ_PRUNED)
@@ -985,5 +984,46 @@ impl Store for SqlStore {
             sqlx::query(READ_HEAD).fetch_one(&self.db.pool).await?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Offers rows of `sizes` as the store reads them, round by round; the page's sizes
+    /// and whether more follow.
+    fn fill(limit: u32, sizes: &[usize]) -> (Vec<usize>, bool, Vec<usize>) {
+        let mut filling = Filling::new(limit);
+        let mut rows = sizes.iter();
+        let mut rounds = Vec::new();
+        while let Some(asked) = filling.next_round() {
+            rounds.push(asked);
+            for &size in rows.by_ref().take(asked) {
+                if !filling.offer(size, size) {
+                    break;
+                }
+            }
+        }
+        (filling.items, filling.more, rounds)
+    }
+
+    #[test]
+    fn pages_stop_at_their_limit_or_their_bytes() {
+        let mb = 1_000_000;
+        // Nine rows of a megabyte: eight fit in 8 MiB, the ninth says more follow.
+        let (items, more, rounds) = fill(1000, &[mb; 9]);
+        assert_eq!((items.len(), more, rounds), (8, true, vec![16]));
+        // Larger than a page: alone on its page.
+        let (items, more, _) = fill(1000, &[9 * mb, 10]);
+        assert_eq!((items, more), (vec![9 * mb], true));
+        // Small rows: rounds grow until the rows run out.
+        let (items, more, rounds) = fill(1000, &[10; 40]);
+        assert_eq!((items.len(), more, rounds), (40, false, vec![16, 32]));
+        // The limit, then one row more tells that more follow.
+        let (items, more, rounds) = fill(20, &[10; 21]);
+        assert_eq!((items.len(), more, rounds), (20, true, vec![16, 5]));
+        let (items, more, _) = fill(20, &[10; 20]);
+        assert_eq!((items.len(), more), (20, false));
     }
 }
