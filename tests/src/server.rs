@@ -483,12 +483,35 @@ impl TestServer {
         Raw::read(request.body(body).send().await.expect("send")).await
     }
 
+    /// Waits until `/readyz` answers 200 (keys loaded), bounded so a hang fails the test.
+    pub async fn wait_ready(&self) {
+        for _ in 0..300 {
+            if self.get("/readyz", None).await.status == 200 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the server never became ready; its log:\n{}", self.log());
+    }
+
     /// Waits until `n` feed requests are waiting inside the server (its `feed_watchers`).
     pub async fn wait_for_watchers(&self, n: u32) {
         let line = format!("argo_results_feed_watchers {n}\n");
         while !self.get("/metrics", None).await.text.contains(&line) {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
+    }
+
+    /// `PUT path` of the JSON `body` with `token`.
+    pub async fn put_json(&self, path: &str, token: &str, body: String) -> Raw {
+        self.raw(
+            reqwest::Method::PUT,
+            path,
+            Some(token),
+            Some("application/json"),
+            body,
+        )
+        .await
     }
 
     /// `GET path` with `token`.

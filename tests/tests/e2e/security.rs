@@ -48,21 +48,10 @@ async fn start_on(backend: Backend, mode: Mode, flags: &[&str]) -> (Option<FakeK
                 .chain(flags.iter().copied())
                 .collect();
             let server = TestServer::start_kube(backend, &kube, &all).await;
-            wait_ready(&server).await;
+            server.wait_ready().await;
             (Some(kube), server)
         }
     }
-}
-
-/// Waits until `/readyz` answers 200 (keys loaded), bounded so a hang fails the test.
-async fn wait_ready(server: &TestServer) {
-    for _ in 0..300 {
-        if server.get("/readyz", None).await.status == 200 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the server never became ready; its log:\n{}", server.log());
 }
 
 fn now() -> u64 {
@@ -620,7 +609,7 @@ async fn readiness_waits_for_the_cluster_keys() {
         (503, Some("unavailable"))
     );
     kube.fail_jwks(false);
-    wait_ready(&server).await;
+    server.wait_ready().await;
     assert_eq!(
         server
             .get("/api/v1/whoami", Some(&tokens::user_token(READER)))
@@ -649,7 +638,7 @@ async fn token_reviews_are_cached() {
 async fn rbac_decides_reads_and_controller_operations() {
     let kube = FakeKube::start().await;
     let server = TestServer::start_kube(Backend::Sqlite, &kube, &["--kube-jwks", "--rbac"]).await;
-    wait_ready(&server).await;
+    server.wait_ready().await;
     let reader = tokens::user_token(READER);
     let controller = tokens::user_token(CONTROLLER);
     let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results");
