@@ -24,6 +24,8 @@ pub enum ProblemCode {
     PayloadTooLarge,
     UnsupportedMediaType,
     InvalidField,
+    /// The request's body did not arrive within the server's deadline.
+    RequestTimeout,
     Overloaded,
     Unavailable,
     /// A fault of the server itself; the detail is in its log.

@@ -59,6 +59,23 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
+    /// Time a client has to send a request's headers, from the connection's start (or the
+    /// TLS handshake's) or from the previous answer: an idle HTTP/1.1 keep-alive
+    /// connection is closed after this too.
+    #[arg(long, env = "ARGO_RESULTS_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+
+    /// A connection with no request in flight for this long is closed (HTTP/2; over
+    /// HTTP/1.1 --header-timeout comes first). An answer must be read within it.
+    #[arg(long, env = "ARGO_RESULTS_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+
+    /// Connections open at once on the API address; more are closed as they arrive. The
+    /// --metrics-listen address takes at most 64 of its own.
+    #[arg(long, env = "ARGO_RESULTS_MAX_OPEN_CONNECTIONS", default_value_t = 512,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_open_connections: u32,
+
     /// Trust the keys of this JWKS file (offline validation of service-account tokens).
     #[arg(long, env = "ARGO_RESULTS_JWKS_FILE")]
     pub jwks_file: Option<PathBuf>,
@@ -82,9 +99,23 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_ALLOW_UNBOUND_EXECUTOR_TOKENS")]
     pub allow_unbound_executor_tokens: bool,
 
-    /// Required `iss` of tokens (any issuer when unset; `iss` must still be present).
+    /// TokenReviews and SubjectAccessReviews sent per second at most, in bursts of twice
+    /// as many and 16 at once; a request that would wait more than a second for its turn
+    /// answers 503 with Retry-After.
+    #[arg(long, env = "ARGO_RESULTS_KUBE_API_QPS", default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub kube_api_qps: u32,
+
+    /// Required `iss` of tokens. Required with --jwks-file unless --any-issuer is given;
+    /// --kube-jwks learns it from the cluster's OIDC discovery when unset.
     #[arg(long, env = "ARGO_RESULTS_ISSUER")]
     pub issuer: Option<String>,
+
+    /// Accept tokens of any issuer (`iss` must still be present): with --jwks-file, trust
+    /// whoever the JWKS's keys sign for; with --kube-jwks, also the cluster's former
+    /// issuers.
+    #[arg(long, env = "ARGO_RESULTS_ANY_ISSUER", conflicts_with = "issuer")]
+    pub any_issuer: bool,
 
     /// Required `aud` of tokens.
     #[arg(long, env = "ARGO_RESULTS_AUDIENCE", default_value = argo_results_proto::token::DEFAULT_AUDIENCE)]
@@ -146,9 +177,25 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_MAX_BODY_BYTES", default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
 
+    /// Time a client has to send a request's body once its headers arrived; past it the
+    /// request is answered 408 request_timeout.
+    #[arg(long, env = "ARGO_RESULTS_BODY_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub body_timeout: Duration,
+
+    /// Bytes of request bodies held in memory at once, across requests; a body that would
+    /// pass it is answered 429 overloaded.
+    #[arg(long, env = "ARGO_RESULTS_MAX_BODY_MEMORY", default_value_t = 64 << 20)]
+    pub max_body_memory: usize,
+
     /// Largest `outputs.result` accepted (Argo's executor keeps 256 KiB).
     #[arg(long, env = "ARGO_RESULTS_MAX_RESULT_BYTES", default_value_t = 256 << 10)]
     pub max_result_bytes: usize,
+
+    /// Bytes of results one pod may change per hour, each change counted at the stored
+    /// result's size (the feed keeps a copy of each); past it the pod's reports answer 429
+    /// until its budget refills [default: 16 x --max-body-bytes].
+    #[arg(long, env = "ARGO_RESULTS_POD_WRITE_BUDGET")]
+    pub pod_write_budget: Option<usize>,
 
     /// Database connections in the pool.
     #[arg(long, env = "ARGO_RESULTS_MAX_CONNECTIONS", default_value_t = 10)]
@@ -178,7 +225,13 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_MAX_IN_FLIGHT")]
     pub max_in_flight: Option<usize>,
 
-    /// Log lines as text or as one JSON object per line.
+    /// Feed requests waiting for a change at once (watch=true); more are answered 429.
+    #[arg(long, env = "ARGO_RESULTS_MAX_WATCHES", default_value_t = 128,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_watches: u32,
+
+    /// Log lines as text or as one JSON object per line (then the lines printed at start,
+    /// on stdout, are JSON objects too).
     #[arg(
         long,
         env = "ARGO_RESULTS_LOG_FORMAT",
@@ -237,6 +290,11 @@ impl Config {
         self.max_in_flight
             .unwrap_or(self.max_connections as usize * 32)
             .max(1)
+    }
+
+    pub fn pod_write_budget(&self) -> usize {
+        self.pod_write_budget
+            .unwrap_or(self.max_body_bytes.saturating_mul(16))
     }
 
     pub fn batching(&self) -> Batching {

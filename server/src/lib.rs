@@ -6,9 +6,12 @@
 pub mod auth;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod feed;
 pub mod http;
+pub mod listener;
 pub mod metrics;
+pub mod rate;
 pub mod retention;
 pub mod store;
 pub mod tls;
@@ -22,14 +25,19 @@ use argo_results_proto::token::{self, DEV_ADMIN_SUBJECT, DEV_ISSUER, DEV_KEY_ID,
 use tokio::sync::watch;
 
 use auth::dev::{DevKey, DevKeyError};
-use auth::keys::{KeyError, KeySet, TokenPolicy};
+use auth::keys::{Issuer, KeyError, KeySet, TokenPolicy};
+use auth::kube_calls::KubeCalls;
 use auth::kube_keys::KubeKeys;
 use auth::rbac::Rbac;
 use auth::token_review::TokenReviewer;
 use auth::{Authenticator, Authorizer, KubeApi, RoleLists, Verifier};
-use config::{AuthMode, Config};
+use config::{AuthMode, Config, LogFormat};
+use listener::Guard;
 use store::{ReportPolicy, SqlStore, StoreError};
 use validate::Limits;
+
+/// Connections open at once on the `--metrics-listen` address, at most.
+const OPERATIONS_CONNECTIONS: usize = 64;
 
 /// Lifetime of the admin token printed by the embedded default.
 const DEV_ADMIN_TOKEN_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -43,6 +51,11 @@ pub enum StartError {
          --token-review, or listen on a loopback address to use the dev key"
     )]
     NoValidation(SocketAddr),
+    #[error(
+        "--jwks-file needs --issuer ISS, the `iss` its tokens must carry, or --any-issuer \
+         to trust every issuer its keys sign for"
+    )]
+    IssuerRequired,
     #[error("--jwks-file {path}: {source}")]
     JwksFile {
         path: String,
@@ -91,10 +104,13 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
     } else {
         None
     };
-    let policy = TokenPolicy {
-        audience: config.audience.clone(),
-        issuer: config.issuer.clone(),
+    // Given, or (--any-issuer) any; `None`: the cluster's, for --kube-jwks.
+    let issuer = match (&config.issuer, config.any_issuer) {
+        (Some(issuer), _) => Some(Issuer::Only(issuer.clone())),
+        (None, true) => Some(Issuer::Any),
+        (None, false) => None,
     };
+    let calls = Arc::new(KubeCalls::new(config.kube_api_qps));
     let mut roles = RoleLists {
         readers: config.readers.clone(),
         controllers: config.controllers.clone(),
@@ -102,22 +118,31 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
     let mut dev = None;
     let verifier = match (&config.jwks_file, &kube) {
         (Some(path), _) => {
+            let issuer = issuer.ok_or(StartError::IssuerRequired)?;
             let text = std::fs::read_to_string(path).map_err(|source| StartError::JwksFile {
                 path: path.display().to_string(),
                 source,
             })?;
+            let policy = TokenPolicy {
+                audience: config.audience.clone(),
+                issuer,
+            };
             Verifier::Keys(KeySet::from_jwks(&text, &policy)?)
         }
-        (None, Some(kube)) if config.kube_jwks => {
-            Verifier::KubeKeys(KubeKeys::start(kube.clone(), policy))
-        }
-        (None, Some(kube)) if config.token_review => {
-            Verifier::TokenReview(TokenReviewer::new(kube.clone(), config.audience.clone()))
-        }
+        (None, Some(kube)) if config.kube_jwks => Verifier::KubeKeys(KubeKeys::start(
+            kube.clone(),
+            config.audience.clone(),
+            issuer,
+        )),
+        (None, Some(kube)) if config.token_review => Verifier::TokenReview(TokenReviewer::new(
+            kube.clone(),
+            config.audience.clone(),
+            Arc::clone(&calls),
+        )),
         _ if loopback => {
             let policy = TokenPolicy {
-                issuer: Some(DEV_ISSUER.to_owned()),
-                ..policy
+                audience: config.audience.clone(),
+                issuer: Issuer::Only(DEV_ISSUER.to_owned()),
             };
             let (key, keys) = auth::dev::load_or_create(&config.data_dir, &policy)?;
             dev = Some(key);
@@ -128,34 +153,47 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
         _ => return Err(StartError::NoValidation(config.listen)),
     };
     let authorizer = match &kube {
-        Some(kube) if config.rbac => Authorizer::Rbac(Rbac::new(kube.clone())),
+        Some(kube) if config.rbac => Authorizer::Rbac(Rbac::new(kube.clone(), Arc::clone(&calls))),
         _ => Authorizer::Lists(roles),
     };
     let unbound = kube
         .filter(|_| config.allow_unbound_executor_tokens)
-        .map(Rbac::new);
+        .map(|kube| Rbac::new(kube, calls));
     Ok((Authenticator::tokens(verifier, authorizer, unbound), dev))
 }
 
 /// What a newcomer needs to talk to the embedded default, printed once it listens.
 fn dev_banner(
+    format: LogFormat,
     dev: &DevKey,
     audience: &str,
     scheme: &str,
     addr: SocketAddr,
-) -> Result<String, StartError> {
+) -> Result<(), StartError> {
     let claims = TokenClaims::user(DEV_ISSUER, audience, DEV_ADMIN_SUBJECT, DEV_ADMIN_TOKEN_TTL);
     let admin = token::mint(&dev.pem, DEV_KEY_ID, &claims)?;
-    let key = dev.path.display();
-    Ok(format!(
+    let key = dev.path.display().to_string();
+    let curl = format!("curl -H \"Authorization: Bearer {admin}\" {scheme}://{addr}/api/v1/whoami");
+    let mint = format!(
+        "argo-results token --key {key} --namespace argo --pod-name my-wf-main-1234 --pod-uid pod-uid-1"
+    );
+    let text = format!(
         "dev auth: trusting tokens signed by {key} (loopback only)\n\
          admin token (reader + controller, valid 24h):\n  \
          export ARGO_RESULTS_TOKEN={admin}\n\
          try it:\n  \
-         curl -H \"Authorization: Bearer {admin}\" {scheme}://{addr}/api/v1/whoami\n\
+         {curl}\n\
          mint a pod token to play the wait container:\n  \
-         argo-results token --key {key} --namespace argo --pod-name my-wf-main-1234 --pod-uid pod-uid-1\n"
-    ))
+         {mint}"
+    );
+    let fields = [
+        ("key", key.as_str()),
+        ("admin_token", admin.as_str()),
+        ("try", curl.as_str()),
+        ("mint_pod_token", mint.as_str()),
+    ];
+    console::say(format, &text, &fields);
+    Ok(())
 }
 
 /// Starts the server and serves until SIGTERM or SIGINT.
@@ -205,13 +243,24 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let state = http::AppState {
         store,
         auth: Arc::new(authenticator),
-        metrics,
+        metrics: Arc::clone(&metrics),
         limits: Limits {
             max_body_bytes: config.max_body_bytes,
             max_result_bytes: config.max_result_bytes,
         },
         stopping,
-        in_flight: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight())),
+        admission: Arc::new(http::Admission::new(
+            config.max_in_flight(),
+            config.max_watches as usize,
+            config.max_body_memory,
+            config.body_timeout,
+        )),
+        pod_writes: Arc::new(http::PodWrites::new(config.pod_write_budget())),
+    };
+    let connections = listener::Limits {
+        header_timeout: config.header_timeout,
+        idle_timeout: config.idle_timeout,
+        max_connections: config.max_open_connections as usize,
     };
     let listener =
         std::net::TcpListener::bind(config.listen).map_err(|source| StartError::Listen {
@@ -236,15 +285,29 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
     if let Some(dev) = &dev {
-        print!("{}", dev_banner(dev, &config.audience, scheme, addr)?);
+        dev_banner(config.log_format, dev, &config.audience, scheme, addr)?;
     }
     let handle = axum_server::Handle::new();
     if let Some(listener) = operations {
         let addr = listener.local_addr().map_err(StartError::Serve)?;
-        let server = axum_server::from_tcp(listener).map_err(StartError::Serve)?;
+        // Kubelet and Prometheus need a few connections; a flood of the API's cannot
+        // take these.
+        let limits = listener::Limits {
+            max_connections: connections.max_connections.min(OPERATIONS_CONNECTIONS),
+            ..connections
+        };
+        let guard = Guard::new("metrics", limits, Arc::clone(&metrics));
+        let server = axum_server::from_tcp(listener)
+            .map_err(StartError::Serve)?
+            .acceptor(guard.clone());
         let router = http::operations_router(state.clone()).into_make_service();
-        println!("argo-results-server serving metrics and probes on http://{addr}");
-        let serving = server.handle(handle.clone()).serve(router);
+        let url = format!("http://{addr}");
+        console::say(
+            config.log_format,
+            &format!("argo-results-server serving metrics and probes on {url}"),
+            &[("url", &url)],
+        );
+        let serving = guard.configure(server).handle(handle.clone()).serve(router);
         tokio::spawn(async move {
             if let Err(error) = serving.await {
                 tracing::error!(%error, "the metrics listener stopped");
@@ -252,7 +315,12 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         });
     }
     // Printed last: once it is out, the server is ready and all else was said.
-    println!("argo-results-server listening on {scheme}://{addr}");
+    let url = format!("{scheme}://{addr}");
+    console::say(
+        config.log_format,
+        &format!("argo-results-server listening on {url}"),
+        &[("url", &url)],
+    );
 
     let grace = config.shutdown_grace;
     let stopping_handle = handle.clone();
@@ -263,20 +331,22 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         stopping_handle.graceful_shutdown(Some(grace));
     });
     let app = http::router(state).into_make_service();
+    let guard = Guard::new("api", connections, metrics);
     match tls {
         Some(tls) => {
-            axum_server::from_tcp_rustls(listener, tls)
+            let server = axum_server::from_tcp_rustls(listener, tls)
                 .map_err(StartError::Serve)?
-                .handle(handle)
-                .serve(app)
-                .await
+                .map(|tls| {
+                    tls.handshake_timeout(connections.header_timeout)
+                        .acceptor(guard.clone())
+                });
+            guard.configure(server).handle(handle).serve(app).await
         }
         None => {
-            axum_server::from_tcp(listener)
+            let server = axum_server::from_tcp(listener)
                 .map_err(StartError::Serve)?
-                .handle(handle)
-                .serve(app)
-                .await
+                .acceptor(guard.clone());
+            guard.configure(server).handle(handle).serve(app).await
         }
     }
     .map_err(StartError::Serve)

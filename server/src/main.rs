@@ -1,6 +1,7 @@
 use std::process::ExitCode;
 
 use argo_results_server::config::{Config, LogFormat};
+use argo_results_server::console;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -17,7 +18,16 @@ fn init_logging(format: LogFormat) {
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Json => {
+            builder.json().init();
+            // A panic's message is one more line on stderr: JSON like the rest.
+            std::panic::set_hook(Box::new(|panic| {
+                eprintln!(
+                    "{}",
+                    console::line(LogFormat::Json, "ERROR", &panic.to_string(), &[])
+                );
+            }));
+        }
     }
 }
 
@@ -32,11 +42,13 @@ async fn main() -> ExitCode {
         print!("{}", argo_results_server::auth::rbac_rules::print());
         return ExitCode::SUCCESS;
     }
-    init_logging(config.log_format);
+    let format = config.log_format;
+    init_logging(format);
     match argo_results_server::run(config).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("argo-results-server: {error}");
+            let text = format!("argo-results-server: {error}");
+            eprintln!("{}", console::line(format, "ERROR", &text, &[]));
             ExitCode::FAILURE
         }
     }

@@ -62,6 +62,11 @@ struct KindLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListenerLabels {
+    listener: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VersionLabels {
     version: &'static str,
 }
@@ -80,6 +85,8 @@ pub struct Metrics {
     store_durations: Histogram,
     store_errors: Family<KindLabels, Counter>,
     batches: Histogram,
+    connections: Family<ListenerLabels, Gauge>,
+    connections_refused: Family<ListenerLabels, Counter>,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -171,9 +178,23 @@ impl Metrics {
             "Writes decided together in one transaction (group commit)",
             batches.clone(),
         );
+        let connections = Family::<ListenerLabels, Gauge>::default();
+        registry.register(
+            "http_connections",
+            "Connections open, by listener (api, metrics)",
+            connections.clone(),
+        );
+        let connections_refused = Family::<ListenerLabels, Counter>::default();
+        registry.register(
+            "http_connections_refused",
+            "Connections closed on arrival because --max-open-connections were open, by listener",
+            connections_refused.clone(),
+        );
         Metrics {
             registry,
             batches,
+            connections,
+            connections_refused,
             reports,
             auth_failures,
             retention_deleted,
@@ -255,6 +276,19 @@ impl Metrics {
     pub fn watching(&self) -> Watching {
         self.watchers.inc();
         Watching(self.watchers.clone())
+    }
+
+    /// The gauge of connections open on `listener`.
+    pub fn connections(&self, listener: &'static str) -> Gauge {
+        self.connections
+            .get_or_create(&ListenerLabels { listener })
+            .clone()
+    }
+
+    pub fn connection_refused(&self, listener: &'static str) {
+        self.connections_refused
+            .get_or_create(&ListenerLabels { listener })
+            .inc();
     }
 
     pub fn report(&self, outcome: ReportOutcome) {

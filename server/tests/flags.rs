@@ -76,6 +76,7 @@ fn symmetric_keys_are_refused() {
         "127.0.0.1:0",
         "--jwks-file",
         jwks.to_str().expect("path"),
+        "--any-issuer",
     ]);
     let _ = std::fs::remove_file(&jwks);
     assert!(!output.status.success());

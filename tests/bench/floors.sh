@@ -48,7 +48,7 @@ fi
 say "wrk on /healthz: 64 connections, 10 s"
 fresh_db "$db"
 target/release/argo-results-server --database-url "postgres://$pguser@$pghost:$pgport/$db" \
-  --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --log-format json \
+  --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local --log-format json \
   >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 for _ in $(seq 1 100); do grep -q listening "$work/server.out" 2>/dev/null && break; sleep 0.1; done

@@ -48,7 +48,7 @@ say "argo-results-server on a fresh database; loadgen: $concurrency in flight, $
 fresh_db "$service_db"
 quiesce
 "$server_bin" --database-url "postgres://$pguser@$pghost:$pgport/$service_db" \
-  --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --log-format json \
+  --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local --log-format json \
   >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 pids+=("$server_pid")

@@ -38,7 +38,7 @@ trap cleanup EXIT
 
 start_server() {
   target/release/argo-results-server --database-url "postgres://$pguser@$pghost:$pgport/$db" \
-    --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --reader "$reader" \
+    --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local --reader "$reader" \
     >"$work/server.out" 2>>"$work/server.log" &
   server_pid=$!
   for _ in $(seq 1 100); do grep -q listening "$work/server.out" 2>/dev/null && return; sleep 0.1; done

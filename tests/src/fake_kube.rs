@@ -9,8 +9,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use argo_results_proto::token::TokenClaims;
 use axum::extract::State;
@@ -44,6 +45,10 @@ struct FakeState {
     jwks_fails: AtomicBool,
     grants: Mutex<Vec<Grant>>,
     counts: Mutex<HashMap<&'static str, u32>>,
+    /// How long each review takes to answer, in milliseconds (a loaded API server).
+    review_delay_ms: AtomicU64,
+    reviews_in_flight: AtomicU32,
+    most_reviews_in_flight: AtomicU32,
 }
 
 impl FakeState {
@@ -54,6 +59,23 @@ impl FakeState {
             .expect("counts")
             .entry(route)
             .or_default() += 1;
+    }
+
+    /// Counts a review in flight until the guard is dropped, after the configured delay.
+    async fn review(&self) -> InFlight<'_> {
+        let now = self.reviews_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_reviews_in_flight.fetch_max(now, Ordering::SeqCst);
+        let delay = self.review_delay_ms.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        InFlight(&self.reviews_in_flight)
+    }
+}
+
+struct InFlight<'a>(&'a AtomicU32);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -167,6 +189,7 @@ async fn token_review(
     Json(mut review): Json<TokenReview>,
 ) -> Response {
     state.count("tokenreviews");
+    let _in_flight = state.review().await;
     let token = review.spec.token.clone().unwrap_or_default();
     let audiences = review.spec.audiences.clone().unwrap_or_default();
     let jwks = state.jwks.lock().expect("jwks").clone();
@@ -191,6 +214,7 @@ async fn access_review(
     Json(mut review): Json<SubjectAccessReview>,
 ) -> Response {
     state.count("subjectaccessreviews");
+    let _in_flight = state.review().await;
     let spec = &review.spec;
     let Some(resource) = &spec.resource_attributes else {
         return status(
@@ -300,6 +324,17 @@ impl FakeKube {
     /// Makes the JWKS endpoint fail (503) or answer again.
     pub fn fail_jwks(&self, fail: bool) {
         self.state.jwks_fails.store(fail, Ordering::SeqCst);
+    }
+
+    /// Makes every TokenReview and SubjectAccessReview take `delay` to answer.
+    pub fn delay_reviews(&self, delay: Duration) {
+        let millis = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.state.review_delay_ms.store(millis, Ordering::SeqCst);
+    }
+
+    /// The most reviews (TokenReview and SubjectAccessReview) it has served at once.
+    pub fn most_reviews_in_flight(&self) -> u32 {
+        self.state.most_reviews_in_flight.load(Ordering::SeqCst)
     }
 
     pub fn grant(&self, user: &str, verb: &str, namespace: Option<&str>) {

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::server::{ScratchDir, free_port};
+use std::sync::Arc;
+
+use crate::server::{Backend, ScratchDir, TestServer, binary, free_port};
 
 #[derive(Debug)]
 pub struct PrivatePostgres {
@@ -92,6 +94,24 @@ impl PrivatePostgres {
 
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// A server on this database, without authentication (`--auth none`), so that a test
+    /// of the database's absence needs no tokens.
+    pub async fn serve(&self) -> TestServer {
+        let dir = Arc::new(ScratchDir::new());
+        let mut command = tokio::process::Command::new(binary("argo-results-server"));
+        command
+            .args([
+                "--auth",
+                "none",
+                "--listen",
+                "127.0.0.1:0",
+                "--database-url",
+            ])
+            .arg(self.url())
+            .current_dir(&dir.0);
+        TestServer::launch(command, Backend::Postgres, dir, self.url(), None).await
     }
 
     /// Starts the server again on the same data and port.

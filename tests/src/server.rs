@@ -21,7 +21,14 @@ pub enum Backend {
 }
 
 /// A binary of the workspace, built by `cargo test --workspace` next to the test executable.
+/// `ARGO_RESULTS_TEST_SERVER` names another server binary to test instead (e.g. an older
+/// release, to measure a change: `tests/bench/hostile.sh`).
 pub fn binary(name: &str) -> PathBuf {
+    if name == "argo-results-server"
+        && let Some(path) = std::env::var_os("ARGO_RESULTS_TEST_SERVER")
+    {
+        return PathBuf::from(path);
+    }
     let exe = std::env::current_exe().expect("test executable");
     let dir = exe
         .parent()
@@ -72,6 +79,21 @@ impl Drop for ScratchDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The URL of a `listening on` line, printed as text or (`--log-format json`) as a JSON
+/// object whose `fields.url` is the URL.
+fn listening_on(line: &str) -> Option<String> {
+    const PREFIX: &str = "argo-results-server listening on ";
+    if let Some(url) = line.strip_prefix(PREFIX) {
+        return Some(url.to_owned());
+    }
+    let json: serde_json::Value = serde_json::from_str(line).ok()?;
+    let fields = &json["fields"];
+    fields["message"]
+        .as_str()?
+        .starts_with(PREFIX)
+        .then(|| fields["url"].as_str().map(str::to_owned))?
 }
 
 /// A running server process.
@@ -171,10 +193,10 @@ impl TestServer {
             None => {
                 let jwks = dir.0.join("jwks.json");
                 std::fs::write(&jwks, &tokens::keys().jwks).expect("write JWKS");
-                command
-                    .arg("--jwks-file")
-                    .arg(&jwks)
-                    .args(["--issuer", ISSUER]);
+                command.arg("--jwks-file").arg(&jwks);
+                if !flags.contains(&"--any-issuer") {
+                    command.args(["--issuer", ISSUER]);
+                }
             }
         }
         if !flags.contains(&"--rbac") {
@@ -234,8 +256,8 @@ impl TestServer {
                     .lock()
                     .expect("stdout")
                     .push_str(&format!("{line}\n"));
-                if let Some(url) = line.strip_prefix("argo-results-server listening on ") {
-                    return Some(url.to_owned());
+                if let Some(url) = listening_on(&line) {
+                    return Some(url);
                 }
             }
             None
@@ -272,6 +294,27 @@ impl TestServer {
 
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The `host:port` the server listens on.
+    pub fn address(&self) -> &str {
+        self.url.rsplit("://").next().unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running server")
+    }
+
+    /// The server's resident set, in MiB.
+    pub fn rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("/proc/<pid>/status");
+        let kib: f64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS");
+        kib / 1024.0
     }
 
     /// Everything the server printed on stdout so far.
@@ -325,7 +368,7 @@ impl TestServer {
     pub async fn crash_and_restart(mut self) -> TestServer {
         self.kill().await;
         // The same address, so that clients of the first process find the second.
-        let address = self.url.rsplit("://").next().unwrap_or_default().to_owned();
+        let address = self.address().to_owned();
         let command = self.same_server_on(&address);
         let schema = self.schema.take();
         let database_url = self.database_url.clone();
@@ -448,12 +491,35 @@ impl TestServer {
         Raw::read(request.body(body).send().await.expect("send")).await
     }
 
+    /// Waits until `/readyz` answers 200 (keys loaded), bounded so a hang fails the test.
+    pub async fn wait_ready(&self) {
+        for _ in 0..300 {
+            if self.get("/readyz", None).await.status == 200 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the server never became ready; its log:\n{}", self.log());
+    }
+
     /// Waits until `n` feed requests are waiting inside the server (its `feed_watchers`).
     pub async fn wait_for_watchers(&self, n: u32) {
         let line = format!("argo_results_feed_watchers {n}\n");
         while !self.get("/metrics", None).await.text.contains(&line) {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
+    }
+
+    /// `PUT path` of the JSON `body` with `token`.
+    pub async fn put_json(&self, path: &str, token: &str, body: String) -> Raw {
+        self.raw(
+            reqwest::Method::PUT,
+            path,
+            Some(token),
+            Some("application/json"),
+            body,
+        )
+        .await
     }
 
     /// `GET path` with `token`.

@@ -28,12 +28,19 @@ pub enum KeyError {
     Refused { kid: Option<String>, detail: String },
 }
 
+/// Whose tokens are trusted: `iss` is always required.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Issuer {
+    Only(String),
+    /// `--any-issuer`.
+    Any,
+}
+
 /// What a token must carry besides a good signature.
 #[derive(Debug, Clone)]
 pub struct TokenPolicy {
     pub audience: String,
-    /// `None`: any issuer, but `iss` must be present.
-    pub issuer: Option<String>,
+    pub issuer: Issuer,
 }
 
 #[derive(Debug)]
@@ -170,7 +177,7 @@ impl TrustedKey {
         validation.validate_nbf = true;
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.set_audience(&[&policy.audience]);
-        if let Some(issuer) = &policy.issuer {
+        if let Issuer::Only(issuer) = &policy.issuer {
             validation.set_issuer(&[issuer]);
         }
         TrustedKey {
@@ -232,7 +239,7 @@ mod tests {
     fn policy() -> TokenPolicy {
         TokenPolicy {
             audience: "argo-results".into(),
-            issuer: None,
+            issuer: Issuer::Any,
         }
     }
 

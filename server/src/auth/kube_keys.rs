@@ -14,7 +14,7 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::keys::{KeySet, TokenPolicy};
+use super::keys::{Issuer, KeySet, TokenPolicy};
 use super::{AuthError, KubeApi, Reason};
 
 const REFRESH_EVERY: Duration = Duration::from_secs(600);
@@ -30,7 +30,9 @@ struct Discovery {
 #[derive(Debug)]
 pub struct KubeKeys {
     client: KubeApi,
-    policy: TokenPolicy,
+    audience: String,
+    /// `None`: the issuer the cluster's OIDC discovery names.
+    issuer: Option<Issuer>,
     keys: RwLock<Option<Arc<KeySet>>>,
     /// When the last fetch started; held while fetching, so fetches never overlap.
     last_fetch: Mutex<Option<Instant>>,
@@ -38,10 +40,11 @@ pub struct KubeKeys {
 
 impl KubeKeys {
     /// Starts loading and refreshing the keys in the background.
-    pub fn start(client: KubeApi, policy: TokenPolicy) -> Arc<Self> {
+    pub fn start(client: KubeApi, audience: String, issuer: Option<Issuer>) -> Arc<Self> {
         let keys = Arc::new(KubeKeys {
             client,
-            policy,
+            audience,
+            issuer,
             keys: RwLock::new(None),
             last_fetch: Mutex::new(None),
         });
@@ -84,8 +87,11 @@ impl KubeKeys {
             serde_json::from_str(&self.get("/.well-known/openid-configuration").await?)
                 .map_err(|e| format!("OIDC discovery: {e}"))?;
         let policy = TokenPolicy {
-            issuer: self.policy.issuer.clone().or(Some(discovery.issuer)),
-            ..self.policy.clone()
+            audience: self.audience.clone(),
+            issuer: self
+                .issuer
+                .clone()
+                .unwrap_or(Issuer::Only(discovery.issuer)),
         };
         KeySet::from_jwks(&self.get("/openid/v1/jwks").await?, &policy)
             .map_err(|e| format!("JWKS: {e}"))

@@ -10,6 +10,7 @@
 mod cache;
 pub mod dev;
 pub mod keys;
+pub mod kube_calls;
 pub mod kube_keys;
 pub mod pod;
 pub mod rbac;

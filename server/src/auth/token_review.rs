@@ -1,42 +1,65 @@
 //! `--token-review`: the API server itself validates each token (TokenReview), for the
-//! audience argo-results. Answers are cached by the token's SHA-256 until the token
-//! expires or 60 s pass, refusals for 5 s, and a semaphore bounds the reviews in flight so
-//! that a flood of tokens cannot overload the API server.
+//! audience argo-results. Only a token that could pass is sent: a JWT whose unverified
+//! `exp` and `aud` are acceptable, so garbage from a stranger never reaches the API
+//! server. Answers are cached by the token's SHA-256 until the token expires or 60 s
+//! pass, refusals for 60 s (a refused token never becomes valid), and the reviews sent
+//! are bounded in flight and in rate ([`KubeCalls`]).
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use argo_results_proto::PodRef;
-use argo_results_proto::token::TokenClaims;
+use argo_results_proto::token::{Audience, TokenClaims};
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use kube::api::{Api, PostParams};
-use tokio::sync::Semaphore;
 
 use super::cache::{TokenDigest, TtlCache, token_digest};
+use super::kube_calls::KubeCalls;
 use super::{AuthError, Caller, EXTRA_POD_NAME, EXTRA_POD_UID, KubeApi, Reason};
 
 const ACCEPTED_FOR_AT_MOST: Duration = Duration::from_secs(60);
-const REFUSED_FOR: Duration = Duration::from_secs(5);
-const REVIEWS_IN_FLIGHT: usize = 8;
+const REFUSED_FOR: Duration = Duration::from_secs(60);
 const CACHED_TOKENS: usize = 10_000;
+/// Clock skew tolerated on `exp`, as when tokens are verified offline.
+const LEEWAY_SECONDS: u64 = 30;
 
 #[derive(Debug)]
 pub struct TokenReviewer {
     client: KubeApi,
     audience: String,
     cache: TtlCache<TokenDigest, Result<Caller, AuthError>>,
-    in_flight: Semaphore,
+    calls: Arc<KubeCalls>,
 }
 
-/// How long an accepted token's answer may be reused: until it expires, at most 60 s.
-fn accepted_for(token: &str) -> Duration {
-    let now = SystemTime::now()
+fn now() -> u64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
-        .as_secs();
-    jsonwebtoken::dangerous::insecure_decode_claims::<TokenClaims>(token)
-        .map(|claims| Duration::from_secs(claims.exp.saturating_sub(now)))
-        .unwrap_or(ACCEPTED_FOR_AT_MOST)
-        .min(ACCEPTED_FOR_AT_MOST)
+        .as_secs()
+}
+
+/// The claims of a token worth a review: a JWT, not expired, for `audience`. Its
+/// signature is for the API server to judge.
+fn plausible(token: &str, audience: &str) -> Result<TokenClaims, AuthError> {
+    let claims = jsonwebtoken::dangerous::insecure_decode::<TokenClaims>(token)
+        .map_err(|_| {
+            AuthError::unauthenticated(Reason::Malformed, "malformed token: not a signed JWT")
+        })?
+        .claims;
+    if claims.exp + LEEWAY_SECONDS < now() {
+        return Err(AuthError::unauthenticated(Reason::Expired, "token expired"));
+    }
+    let for_us = match &claims.aud {
+        Audience::One(one) => one == audience,
+        Audience::Many(many) => many.iter().any(|aud| aud == audience),
+    };
+    if !for_us {
+        return Err(AuthError::unauthenticated(
+            Reason::WrongAudience,
+            format!("token audience does not include {audience:?}"),
+        ));
+    }
+    Ok(claims)
 }
 
 fn first(extra: &std::collections::BTreeMap<String, Vec<String>>, key: &str) -> Option<String> {
@@ -44,12 +67,12 @@ fn first(extra: &std::collections::BTreeMap<String, Vec<String>>, key: &str) -> 
 }
 
 impl TokenReviewer {
-    pub fn new(client: KubeApi, audience: String) -> Self {
+    pub fn new(client: KubeApi, audience: String, calls: Arc<KubeCalls>) -> Self {
         TokenReviewer {
             client,
             audience,
             cache: TtlCache::new(CACHED_TOKENS),
-            in_flight: Semaphore::new(REVIEWS_IN_FLIGHT),
+            calls,
         }
     }
 
@@ -58,18 +81,20 @@ impl TokenReviewer {
         if let Some(answer) = self.cache.get(&key) {
             return answer;
         }
-        let _permit = self
-            .in_flight
-            .acquire()
-            .await
-            .map_err(|_| AuthError::Unavailable("token reviews are shut down".into()))?;
+        let claims = plausible(token, &self.audience)?;
+        let _turn = self.calls.turn("TokenReview").await?;
         // Another request may have reviewed the same token while this one waited.
         if let Some(answer) = self.cache.get(&key) {
             return answer;
         }
         let answer = self.ask(token).await;
         match &answer {
-            Ok(_) => self.cache.insert(key, answer.clone(), accepted_for(token)),
+            Ok(_) => {
+                // Reused until the token expires, at most a minute.
+                let left = Duration::from_secs(claims.exp.saturating_sub(now()));
+                self.cache
+                    .insert(key, answer.clone(), left.min(ACCEPTED_FOR_AT_MOST))
+            }
             Err(AuthError::Unauthenticated { .. }) => {
                 self.cache.insert(key, answer.clone(), REFUSED_FOR)
             }

@@ -1,19 +1,27 @@
-//! Request bodies: JSON only, within the size limit, with every problem named precisely.
+//! Request bodies: received whole within a deadline and the size and memory limits
+//! ([`receive`], at admission), then read as JSON only, with every problem named
+//! precisely.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
+use std::convert::Infallible;
+use std::sync::Arc;
 
 use argo_results_proto::{
     AbandonRequest, ClaimRequest, ExpectationRequest, ProblemCode, ReportRequest, SettleRequest,
 };
+use axum::body::{Body, HttpBody};
 use axum::extract::{FromRequest, Request};
-use axum::http::header;
+use axum::http::{HeaderMap, header};
+use http_body_util::BodyExt;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::AppState;
 use super::error::ApiError;
+use super::overload::overloaded;
 
 /// A body type's top-level fields, so that unknown and missing ones are reported by name.
 pub trait RequestBody: DeserializeOwned {
@@ -227,10 +235,88 @@ pub fn parse<T: RequestBody>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        ProblemCode::PayloadTooLarge,
+        format!("the body is larger than {limit} bytes (--max-body-bytes)"),
+    )
+}
+
+/// Receives a request's whole body, so that no one waits on a slow client while holding
+/// a slot. Each byte held takes a permit of the bodies' shared memory budget, returned
+/// when the request is answered (the permits come back with the body).
+pub async fn receive(
+    headers: &HeaderMap,
+    body: Body,
+    state: &AppState,
+) -> Result<(Body, Option<OwnedSemaphorePermit>), ApiError> {
+    if body.size_hint().exact() == Some(0) {
+        return Ok((body, None));
+    }
+    let limit = state.limits.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Err(too_large(limit));
+    }
+    let admission = &state.admission;
+    let collected = collect(body, limit, &admission.body_memory);
+    tokio::time::timeout(admission.body_timeout, collected)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ApiError::new(
+                ProblemCode::RequestTimeout,
+                format!(
+                    "the body did not arrive within {:?} (--body-timeout)",
+                    admission.body_timeout
+                ),
+            ))
+        })
+}
+
+/// The body's chunks as they arrive, kept as they are (no copy while the client sends).
+async fn collect(
+    mut body: Body,
+    limit: usize,
+    memory: &Arc<Semaphore>,
+) -> Result<(Body, Option<OwnedSemaphorePermit>), ApiError> {
+    let mut chunks = Vec::new();
+    let mut received = 0;
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            ApiError::new(
+                ProblemCode::InvalidJson,
+                format!("the body could not be read: {e}"),
+            )
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        received += data.len();
+        if received > limit {
+            return Err(too_large(limit));
+        }
+        let more = u32::try_from(data.len())
+            .ok()
+            .and_then(|n| Arc::clone(memory).try_acquire_many_owned(n).ok())
+            .ok_or_else(|| overloaded("request bodies fill their memory (--max-body-memory)"))?;
+        match &mut held {
+            Some(held) => held.merge(more),
+            None => held = Some(more),
+        }
+        chunks.push(data);
+    }
+    let chunks = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>));
+    Ok((Body::from_stream(chunks), held))
+}
+
 impl<T: RequestBody> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiError;
 
-    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+    /// Reads the body [`receive`] took in at admission.
+    async fn from_request(request: Request, _: &AppState) -> Result<Self, ApiError> {
         let content_type = request
             .headers()
             .get(header::CONTENT_TYPE)
@@ -244,23 +330,14 @@ impl<T: RequestBody> FromRequest<AppState> for JsonBody<T> {
                 ),
             ));
         }
-        let limit = state.limits.max_body_bytes;
-        let too_large = || {
-            ApiError::new(
-                ProblemCode::PayloadTooLarge,
-                format!("the body is larger than {limit} bytes (--max-body-bytes)"),
-            )
-        };
-        let declared = request
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
-        if declared.is_some_and(|length| length > limit) {
-            return Err(too_large());
-        }
-        let bytes = axum::body::to_bytes(request.into_body(), limit)
+        let bytes = axum::body::to_bytes(request.into_body(), usize::MAX)
             .await
-            .map_err(|_| too_large())?;
+            .map_err(|e| {
+                ApiError::new(
+                    ProblemCode::InvalidJson,
+                    format!("the body could not be read: {e}"),
+                )
+            })?;
         parse(&bytes).map(JsonBody)
     }
 }

@@ -65,6 +65,7 @@ impl ApiError {
             AlreadyCompleted | StaleSequence | PodMismatch | NotExpected | AlreadyClaimed
             | LeaseLost => StatusCode::CONFLICT,
             Gone => StatusCode::GONE,
+            RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             InvalidField => StatusCode::UNPROCESSABLE_ENTITY,

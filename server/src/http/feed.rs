@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use argo_results_proto::schema::Namespace;
 use argo_results_proto::{FeedPage, Problem, ProblemCode};
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,6 +14,7 @@ use utoipa::IntoParams;
 
 use super::AppState;
 use super::error::{ApiError, ApiResult};
+use super::overload::Slot;
 use super::params::{QueryParams, invalid_parameter, limit};
 use crate::auth::{Caller, Verb};
 use crate::store::FeedChunk;
@@ -72,20 +74,23 @@ fn page(chunk: FeedChunk) -> Response {
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
         (status = 410, description = "gone: since is older than the retained history; re-list and resume from revision", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "overloaded: too many requests in flight, or too many watches waiting (--max-watches); retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
 pub async fn feed(
     State(state): State<AppState>,
+    Extension(slot): Extension<Slot>,
     caller: Caller,
     QueryParams(params): QueryParams<FeedParams>,
 ) -> ApiResult<Response> {
-    state
-        .authorize(&caller, Verb::List, params.namespace.as_deref())
-        .await?;
+    // Checked first: a name that cannot be a namespace is nothing to ask RBAC about.
     if let Some(namespace) = &params.namespace {
         dns_label("namespace", namespace).map_err(invalid_parameter)?;
     }
+    state
+        .authorize(&caller, Verb::List, params.namespace.as_deref())
+        .await?;
     let since = params.since.unwrap_or(0);
     if since < 0 {
         return Err(
@@ -108,6 +113,7 @@ pub async fn feed(
     let deadline = Instant::now() + Duration::from_secs(wait);
     let mut revisions = state.store.revisions();
     let mut stopping = state.stopping.clone();
+    let mut watch = None;
     loop {
         // Marked seen before reading, so a commit landing after the read still wakes us.
         revisions.borrow_and_update();
@@ -118,6 +124,11 @@ pub async fn feed(
         if !chunk.items.is_empty() || !params.watch.unwrap_or(false) {
             return Ok(page(chunk));
         }
+        if watch.is_none() {
+            watch = Some(state.admission.watch()?);
+        }
+        // Waiting holds no database connection, so it holds no slot in flight either.
+        slot.release();
         let _waiting = state.metrics.watching();
         tokio::select! {
             woke = tokio::time::timeout_at(deadline, revisions.changed()) => {
@@ -126,6 +137,10 @@ pub async fn feed(
                 }
             }
             _ = stopping.wait_for(|stopping| *stopping) => return Ok(page(chunk)),
+        }
+        // Overloaded: nothing new is a true answer, and the reader asks again.
+        if !slot.retake() {
+            return Ok(page(chunk));
         }
     }
 }

@@ -11,8 +11,11 @@ mod observe;
 mod openapi;
 mod overload;
 mod params;
+mod pod_writes;
 
+pub use overload::Admission;
 pub use params::NodePath;
+pub use pod_writes::PodWrites;
 mod probes;
 mod results;
 mod whoami;
@@ -42,8 +45,10 @@ pub struct AppState {
     pub limits: Limits,
     /// Turns `true` when the server starts shutting down; long polls end early then.
     pub stopping: watch::Receiver<bool>,
-    /// Permits for API requests in flight (`--max-in-flight`).
-    pub in_flight: Arc<tokio::sync::Semaphore>,
+    /// What API requests may hold: slots in flight, watches, body memory.
+    pub admission: Arc<Admission>,
+    /// What each pod may still change (`--pod-write-budget`).
+    pub pod_writes: Arc<PodWrites>,
 }
 
 impl AppState {
@@ -123,7 +128,7 @@ pub fn router(state: AppState) -> Router {
     let document = Arc::new(openapi_json());
     api.route_layer(axum::middleware::from_fn_with_state(
         state.clone(),
-        overload::limit,
+        overload::admit,
     ))
     .route(
         "/api/v1/openapi.json",

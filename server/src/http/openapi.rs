@@ -51,7 +51,7 @@ impl Modify for BearerAuth {
 /// The answers that no handler gives but every operation may get, added to each one so
 /// that no status the server sends is missing from the document: `429` from the limiter
 /// in front of every route, `503` when the database or the Kubernetes API is out of reach,
-/// and, where a body is read, `413` and `415` from reading it.
+/// and, where a body is read, `408`, `413` and `415` from reading it.
 pub struct CommonResponses;
 
 impl CommonResponses {
@@ -90,6 +90,12 @@ impl Modify for CommonResponses {
                 if operation.request_body.is_some() {
                     Self::add(
                         operation,
+                        "408",
+                        "request_timeout: the body did not arrive within --body-timeout (10 s by default)",
+                        false,
+                    );
+                    Self::add(
+                        operation,
                         "413",
                         "payload_too_large: the body is larger than --max-body-bytes (1 MiB by default)",
                         false,
@@ -104,7 +110,7 @@ impl Modify for CommonResponses {
                 Self::add(
                     operation,
                     "429",
-                    "overloaded: too many requests in flight; retry after Retry-After seconds",
+                    "overloaded: too many requests in flight or bodies in memory, or (reports) this pod's writes this hour; retry after Retry-After seconds",
                     true,
                 );
                 Self::add(

@@ -1,33 +1,113 @@
-//! Backpressure: at most `--max-in-flight` API requests are served at once; the excess is
-//! answered at once with `429 overloaded` and `Retry-After`, and writes nothing, rather
-//! than queueing behind the database. A watch waiting for a change holds no database
-//! connection and is not counted.
+//! Admission of API requests, in an order that keeps a slow or hostile client from holding
+//! what others need:
+//!
+//! 1. the caller is authenticated, so a stranger's body is never read;
+//! 2. its body is received whole ([`body::receive`]): within `--body-timeout` (else
+//!    `408`), `--max-body-bytes` (`413`) and the memory all bodies being received share,
+//!    `--max-body-memory` (`429`);
+//! 3. only then does it take one of the `--max-in-flight` slots, or is answered at once
+//!    with `429 overloaded` and `Retry-After` rather than queue behind the database. It
+//!    holds the slot while it is served, never while it waits on its client. A watch
+//!    gives its slot back while it waits for a change, under a cap of its own
+//!    (`--max-watches`).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use argo_results_proto::ProblemCode;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::AppState;
+use super::body;
 use super::error::ApiError;
 
-fn is_watch(request: &Request) -> bool {
-    request
-        .uri()
-        .query()
-        .is_some_and(|query| query.split('&').any(|pair| pair == "watch=true"))
+/// The shared bounds of admission.
+#[derive(Debug)]
+pub struct Admission {
+    in_flight: Arc<Semaphore>,
+    watches: Arc<Semaphore>,
+    /// Bytes of bodies held in memory, one permit a byte.
+    pub(super) body_memory: Arc<Semaphore>,
+    pub(super) body_timeout: Duration,
 }
 
-pub async fn limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if is_watch(&request) {
-        return next.run(request).await;
+impl Admission {
+    pub fn new(
+        max_in_flight: usize,
+        max_watches: usize,
+        max_body_memory: usize,
+        body_timeout: Duration,
+    ) -> Self {
+        Admission {
+            in_flight: Arc::new(Semaphore::new(max_in_flight)),
+            watches: Arc::new(Semaphore::new(max_watches)),
+            body_memory: Arc::new(Semaphore::new(max_body_memory.min(Semaphore::MAX_PERMITS))),
+            body_timeout,
+        }
     }
-    let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
-        return ApiError::new(
-            ProblemCode::Overloaded,
-            "too many requests in flight (--max-in-flight); retry after Retry-After seconds",
-        )
-        .into_response();
+
+    /// A place among the watches waiting for a change, held until dropped.
+    pub fn watch(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        Arc::clone(&self.watches)
+            .try_acquire_owned()
+            .map_err(|_| overloaded("too many watches are waiting (--max-watches)"))
+    }
+}
+
+pub fn overloaded(what: &str) -> ApiError {
+    ApiError::new(
+        ProblemCode::Overloaded,
+        format!("{what}; retry after Retry-After seconds"),
+    )
+}
+
+/// A request's slot among those in flight.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    held: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+    slots: Arc<Semaphore>,
+}
+
+impl Slot {
+    /// Gives the slot back while the request waits on neither the database nor its client.
+    pub fn release(&self) {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// Takes a slot again; `false` when none is free.
+    pub fn retake(&self) -> bool {
+        let permit = Arc::clone(&self.slots).try_acquire_owned().ok();
+        let taken = permit.is_some();
+        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = permit;
+        taken
+    }
+}
+
+pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    match state.counted(state.auth.authenticate(&parts.headers).await) {
+        Ok(caller) => parts.extensions.insert(caller),
+        Err(error) => return ApiError::from(error).into_response(),
     };
-    next.run(request).await
+    // Held until the request is answered: the body stays in memory that long.
+    let (body, _body_memory) = match body::receive(&parts.headers, body, &state).await {
+        Ok(received) => received,
+        Err(error) => return error.into_response(),
+    };
+    let slots = &state.admission.in_flight;
+    let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
+        return overloaded("too many requests in flight (--max-in-flight)").into_response();
+    };
+    // Kept here too: extractors drop the request's extensions before the handler runs.
+    let slot = Slot {
+        held: Arc::new(Mutex::new(Some(permit))),
+        slots: Arc::clone(slots),
+    };
+    parts.extensions.insert(slot.clone());
+    let answer = next.run(Request::from_parts(parts, body)).await;
+    drop(slot);
+    answer
 }

@@ -13,26 +13,19 @@ pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// The store answers and the token keys are loaded (migrations run before the server listens).
+/// The store answers and the token keys are loaded (migrations run before the server
+/// listens). Anyone may ask, so the answer says only ready or not; why not goes to the log.
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    if !state.auth.ready() {
-        return ApiError::new(
-            ProblemCode::Unavailable,
-            "the token signing keys are not loaded yet",
-        )
-        .into_response();
-    }
-    match state.store.ping().await {
-        Ok(()) => "ready\n".into_response(),
-        Err(error) => {
-            tracing::warn!(%error, "not ready");
-            ApiError::new(
-                ProblemCode::Unavailable,
-                format!("store unreachable: {error}"),
-            )
-            .into_response()
+    let cause = if state.auth.ready() {
+        match state.store.ping().await {
+            Ok(()) => return "ready\n".into_response(),
+            Err(error) => format!("the store does not answer: {error}"),
         }
-    }
+    } else {
+        "the token signing keys are not loaded yet".to_owned()
+    };
+    tracing::warn!(cause, "not ready");
+    ApiError::new(ProblemCode::Unavailable, "not ready").into_response()
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {

@@ -17,6 +17,7 @@ use super::body::JsonBody;
 use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
 use super::observe::Arrived;
+use super::overload::overloaded;
 use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
 use super::{AppState, json, written};
 use crate::auth::{Caller, Verb, pod};
@@ -135,6 +136,15 @@ pub async fn report(
     }
     validate::report(&body, &state.limits)?;
     state.counted(pod::authorize_report(&state.auth, &caller, &path, &body).await)?;
+    if !state.pod_writes.allows(&body.pod_uid) {
+        return Err(overloaded(&format!(
+            "pod {} changed more than {} bytes of results in the last hour \
+             (--pod-write-budget)",
+            body.pod_uid,
+            state.pod_writes.per_hour()
+        )));
+    }
+    let pod_uid = body.pod_uid.clone();
     let report = Report {
         pod_name: body.pod_name,
         pod_uid: body.pod_uid,
@@ -150,9 +160,12 @@ pub async fn report(
         .store
         .report(key(path, body.workflow_uid), report)
         .await;
-    // Only writes commit; a replay answers from what is stored.
-    if matches!(&stored, Ok(written) if written.outcome != Outcome::Unchanged) {
+    // Only writes commit, and cost the pod; a replay answers from what is stored.
+    if let Ok(written) = &stored
+        && written.outcome != Outcome::Unchanged
+    {
         state.metrics.report_committed(arrived.elapsed());
+        state.pod_writes.charge(&pod_uid, &written.result);
     }
     state.metrics.report(report_outcome(&stored));
     Ok(written(stored?))

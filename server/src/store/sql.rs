@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use argo_results_proto::{Claim, FeedItem, NodeResult, ResultState, Summary};
+use futures_util::TryStreamExt;
 use sqlx::AnyPool;
 use sqlx::any::AnyRow;
 use sqlx::pool::PoolConnection;
@@ -150,7 +151,7 @@ const SELECT_PAGE: &str = concat!(
 );
 const SUMMARY: &str = "SELECT state, COUNT(*) AS n FROM results \
      WHERE namespace = $1 AND workflow_uid = $2 AND workflow = $3 GROUP BY state";
-const SELECT_CHANGES: &str = "SELECT item FROM changes WHERE revision > $1 AND revision <= $2 \
+const SELECT_CHANGES: &str = "SELECT revision, item FROM changes WHERE revision > $1 AND revision <= $2 \
      AND ($3 = '' OR namespace = $3) ORDER BY revision LIMIT $4";
 const DELETE_WORKFLOW: &str = "DELETE FROM results WHERE namespace = $1 AND workflow = $2 \
      AND workflow_uid = $3 RETURNING node_id";
@@ -252,6 +253,89 @@ fn bind_claim_changes<'q>(
         .bind(row.settled_at)
         .bind(&row.workflow_uid)
         .bind(&row.reason)
+}
+
+/// What a page's items may weigh: API section 4 allows 8 MiB of JSON in a page, of which
+/// 4 KiB are kept for the page's envelope (summary, revision, continue token).
+const PAGE_ITEMS_BYTES: usize = (8 << 20) - 4096;
+/// Pages are read in rounds of rows, growing from the first to the last size: Postgres
+/// sends every row a query asks for, so a page of large rows reads few rows past its
+/// budget, and a page of small ones takes few rounds.
+const FIRST_ROUND: usize = 16;
+const LAST_ROUND: usize = 256;
+
+/// The items of a page being read in rounds, within its limit and byte budget; the first
+/// item is always taken, however large.
+struct Filling<T> {
+    items: Vec<T>,
+    bytes: usize,
+    limit: usize,
+    /// An item was left out: more follow.
+    more: bool,
+    /// The rows the next round asks for, at most.
+    round: usize,
+    /// The rows the last round asked for, and how many it offered.
+    asked: usize,
+    offered: usize,
+}
+
+impl<T> Filling<T> {
+    fn new(limit: u32) -> Self {
+        Filling {
+            items: Vec::new(),
+            bytes: 0,
+            limit: limit as usize,
+            more: false,
+            round: FIRST_ROUND,
+            asked: 0,
+            offered: 0,
+        }
+    }
+
+    /// How many rows the next round reads (no more than fill the page, plus one that
+    /// tells whether more follow), or `None` when the page is full or the rows ran out.
+    fn next_round(&mut self) -> Option<usize> {
+        if self.more || self.offered < self.asked {
+            return None;
+        }
+        self.asked = self.round.min(self.limit + 1 - self.items.len());
+        self.offered = 0;
+        self.round = (self.round * 2).min(LAST_ROUND);
+        Some(self.asked)
+    }
+
+    /// Takes `item`, which weighs `size` bytes of JSON, unless the page is full.
+    fn offer(&mut self, item: T, size: usize) -> bool {
+        self.offered += 1;
+        // Each item after the first costs its separating comma too.
+        let full = self.items.len() == self.limit
+            || (!self.items.is_empty() && self.bytes + 1 + size > PAGE_ITEMS_BYTES);
+        if full {
+            self.more = true;
+            return false;
+        }
+        self.bytes += size + usize::from(!self.items.is_empty());
+        self.items.push(item);
+        true
+    }
+}
+
+/// The length of `value` as JSON, without writing it anywhere.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing the API's types into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// Reads `state, n` rows (a count per state) into a summary.
@@ -632,22 +716,31 @@ impl Db {
             .fetch_all(&mut *tx)
             .await?;
         page.summary = summarize(&counts)?;
-        let rows = sqlx::query(SELECT_PAGE)
-            .bind(&query.namespace)
-            .bind(&uid)
-            .bind(&query.workflow)
-            .bind(query.after.unwrap_or_default())
-            .bind(query.state.map(ResultState::as_str).unwrap_or_default())
-            .bind(i64::from(query.limit) + 1)
-            .fetch_all(&mut *tx)
-            .await?;
+        let state = query.state.map(ResultState::as_str).unwrap_or_default();
+        let mut filling = Filling::new(query.limit);
+        let mut after = query.after.unwrap_or_default();
+        while let Some(rows) = filling.next_round() {
+            let mut rows = sqlx::query(SELECT_PAGE)
+                .bind(&query.namespace)
+                .bind(&uid)
+                .bind(&query.workflow)
+                .bind(after.clone())
+                .bind(state)
+                .bind(rows as i64)
+                .fetch(&mut *tx);
+            while let Some(row) = rows.try_next().await? {
+                let item = Row::decode(&row)?.into_api()?;
+                let node_id = item.node_id.clone();
+                let size = json_len(&item);
+                if !filling.offer(item, size) {
+                    break;
+                }
+                after = node_id;
+            }
+        }
         tx.rollback().await?;
-        page.more = rows.len() > query.limit as usize;
-        page.items = rows
-            .iter()
-            .take(query.limit as usize)
-            .map(|row| Row::decode(row)?.into_api())
-            .collect::<StoreResult<_>>()?;
+        page.more = filling.more;
+        page.items = filling.items;
         Ok(page)
     }
 
@@ -721,13 +814,26 @@ impl Db {
         // The head is read first: every revision up to it has committed, so the changes
         // read next hold all of them, and the head is a safe place to resume from.
         let head: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(&self.pool).await?;
-        let items: Vec<String> = sqlx::query_scalar(SELECT_CHANGES)
-            .bind(since)
-            .bind(head)
-            .bind(namespace.unwrap_or_default())
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?;
+        let namespace = namespace.unwrap_or_default();
+        let mut filling = Filling::new(limit);
+        let mut after = since;
+        while let Some(rows) = filling.next_round() {
+            let mut rows = sqlx::query(SELECT_CHANGES)
+                .bind(after)
+                .bind(head)
+                .bind(&namespace)
+                .bind(rows as i64)
+                .fetch(&self.pool);
+            while let Some(row) = rows.try_next().await? {
+                let revision: i64 = row.try_get("revision")?;
+                let item: String = row.try_get("item")?;
+                let size = item.len();
+                if !filling.offer(item, size) {
+                    break;
+                }
+                after = revision;
+            }
+        }
         // Read after the changes: history pruned before that read, or during it, shows here.
         let pruned: i64 = sqlx::query_scalar(READ_PRUNED)
             .fetch_one(&self.pool)
@@ -740,15 +846,12 @@ impl Db {
             }
             .into());
         }
-        let revision = if items.len() < limit as usize {
-            head.max(since)
-        } else {
-            let last = items.last().map(String::as_str).unwrap_or_default();
-            serde_json::from_str::<FeedItem>(last)
-                .map_err(|e| StoreError::Corrupt(format!("feed item: {e}")))?
-                .revision()
-        };
-        Ok(FeedChunk { items, revision })
+        // A full page resumes after its last change; one that read everything, at the head.
+        let revision = if filling.more { after } else { head.max(since) };
+        Ok(FeedChunk {
+            items: filling.items,
+            revision,
+        })
     }
 
     /// Drops feed history recorded before `before`, at most a batch per transaction.
@@ -1080,5 +1183,46 @@ impl Store for SqlStore {
             sqlx::query(READ_HEAD).fetch_one(&self.db.pool).await?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Offers rows of `sizes` as the store reads them, round by round; the page's sizes
+    /// and whether more follow.
+    fn fill(limit: u32, sizes: &[usize]) -> (Vec<usize>, bool, Vec<usize>) {
+        let mut filling = Filling::new(limit);
+        let mut rows = sizes.iter();
+        let mut rounds = Vec::new();
+        while let Some(asked) = filling.next_round() {
+            rounds.push(asked);
+            for &size in rows.by_ref().take(asked) {
+                if !filling.offer(size, size) {
+                    break;
+                }
+            }
+        }
+        (filling.items, filling.more, rounds)
+    }
+
+    #[test]
+    fn pages_stop_at_their_limit_or_their_bytes() {
+        let mb = 1_000_000;
+        // Nine rows of a megabyte: eight fit in 8 MiB, the ninth says more follow.
+        let (items, more, rounds) = fill(1000, &[mb; 9]);
+        assert_eq!((items.len(), more, rounds), (8, true, vec![16]));
+        // Larger than a page: alone on its page.
+        let (items, more, _) = fill(1000, &[9 * mb, 10]);
+        assert_eq!((items, more), (vec![9 * mb], true));
+        // Small rows: rounds grow until the rows run out.
+        let (items, more, rounds) = fill(1000, &[10; 40]);
+        assert_eq!((items.len(), more, rounds), (40, false, vec![16, 32]));
+        // The limit, then one row more tells that more follow.
+        let (items, more, rounds) = fill(20, &[10; 21]);
+        assert_eq!((items.len(), more, rounds), (20, true, vec![16, 5]));
+        let (items, more, _) = fill(20, &[10; 20]);
+        assert_eq!((items.len(), more), (20, false));
     }
 }

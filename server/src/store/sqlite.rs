@@ -1,12 +1,31 @@
 //! Opening the SQLite file of the embedded default (one replica only).
 
+use std::os::unix::fs::OpenOptionsExt;
+
 use sqlx::AnyPool;
 use sqlx::Executor;
 use sqlx::any::AnyPoolOptions;
 
-use super::{ACQUIRE_TIMEOUT, StoreResult};
+use super::{ACQUIRE_TIMEOUT, StoreError, StoreResult};
+
+/// Creates the database file, if there is none, readable and writable by its owner only:
+/// SQLite gives its `-wal`, `-shm` and journal files the database file's permissions.
+fn create_private(path: &str) -> StoreResult<()> {
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    match created {
+        Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => {
+            Err(StoreError::Database(sqlx::Error::Io(error)))
+        }
+        _ => Ok(()),
+    }
+}
 
 pub(super) async fn connect(path: &str, max_connections: u32) -> StoreResult<AnyPool> {
+    create_private(path)?;
     let pool = AnyPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(ACQUIRE_TIMEOUT)

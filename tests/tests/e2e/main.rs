@@ -35,6 +35,7 @@ mod embedded;
 mod faults;
 mod feed;
 mod group_commit;
+mod hostile;
 mod lifecycle;
 mod merge;
 mod names;

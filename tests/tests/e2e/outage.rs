@@ -2,31 +2,15 @@
 //! 503 and Retry-After (no request waits on a dead database), nothing is written, and the
 //! server recovers by itself.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
-use argo_results_tests::server::{ScratchDir, binary};
-use argo_results_tests::{Backend, TestServer};
-use tokio::process::Command;
 
 #[tokio::test]
 async fn a_database_outage_answers_503_and_recovers() {
     let postgres = PrivatePostgres::start();
-    let dir = Arc::new(ScratchDir::new());
-    let mut command = Command::new(binary("argo-results-server"));
-    command
-        .args([
-            "--auth",
-            "none",
-            "--listen",
-            "127.0.0.1:0",
-            "--database-url",
-            &postgres.url(),
-        ])
-        .current_dir(&dir.0);
-    let server = TestServer::launch(command, Backend::Postgres, dir, postgres.url(), None).await;
+    let server = postgres.serve().await;
     let client = server.client(None);
     let report = |i: u32| {
         let s = step(i);

@@ -48,21 +48,10 @@ async fn start_on(backend: Backend, mode: Mode, flags: &[&str]) -> (Option<FakeK
                 .chain(flags.iter().copied())
                 .collect();
             let server = TestServer::start_kube(backend, &kube, &all).await;
-            wait_ready(&server).await;
+            server.wait_ready().await;
             (Some(kube), server)
         }
     }
-}
-
-/// Waits until `/readyz` answers 200 (keys loaded), bounded so a hang fails the test.
-async fn wait_ready(server: &TestServer) {
-    for _ in 0..300 {
-        if server.get("/readyz", None).await.status == 200 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the server never became ready; its log:\n{}", server.log());
 }
 
 fn now() -> u64 {
@@ -620,7 +609,7 @@ async fn readiness_waits_for_the_cluster_keys() {
         (503, Some("unavailable"))
     );
     kube.fail_jwks(false);
-    wait_ready(&server).await;
+    server.wait_ready().await;
     assert_eq!(
         server
             .get("/api/v1/whoami", Some(&tokens::user_token(READER)))
@@ -649,11 +638,13 @@ async fn token_reviews_are_cached() {
 async fn rbac_decides_reads_and_controller_operations() {
     let kube = FakeKube::start().await;
     let server = TestServer::start_kube(Backend::Sqlite, &kube, &["--kube-jwks", "--rbac"]).await;
-    wait_ready(&server).await;
+    server.wait_ready().await;
     let reader = tokens::user_token(READER);
     let controller = tokens::user_token(CONTROLLER);
     let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results");
-    let denied = server.get(&list, Some(&reader)).await;
+    // Denials are cached for 30 s, so the grant below is tried where nothing was denied.
+    let elsewhere = format!("/api/v1/namespaces/team-b/workflows/{WF}/results");
+    let denied = server.get(&elsewhere, Some(&reader)).await;
     assert_eq!(
         (denied.status, denied.json["code"].as_str()),
         (403, Some("forbidden"))
@@ -662,8 +653,12 @@ async fn rbac_decides_reads_and_controller_operations() {
 
     kube.grant(READER, "list", Some(NS));
     kube.grant(CONTROLLER, "create", None);
-    tokio::time::sleep(Duration::from_millis(1100)).await; // denials are cached for 1 s
     assert_eq!(server.get(&list, Some(&reader)).await.status, 200);
+    assert_eq!(
+        server.get(&elsewhere, Some(&reader)).await.status,
+        403,
+        "granted in {NS} only"
+    );
     assert_eq!(
         server.get("/api/v1/results", Some(&reader)).await.status,
         403,
@@ -716,6 +711,8 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
     .await;
     let executor = "system:serviceaccount:argo:workflow-executor";
     let token = tokens::user_token(executor);
+    // Denials are cached for 30 s: the refusal is shown with another executor account.
+    let ungranted = tokens::user_token("system:serviceaccount:argo:other-executor");
     let s = step(1);
     // Registered before the pod exists, so without its UID: the report binds it.
     let expectation = ExpectationRequest {
@@ -741,14 +738,13 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
         .raw(
             Method::PUT,
             &path,
-            Some(&token),
+            Some(&ungranted),
             Some("application/json"),
             body.clone(),
         )
         .await;
-    assert_eq!(refused.status, 403, "no RBAC grant yet: {}", refused.text);
+    assert_eq!(refused.status, 403, "no RBAC grant: {}", refused.text);
     kube.grant(executor, "create", Some(NS));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
     let stored = server
         .raw(
             Method::PUT,

@@ -1,0 +1,1188 @@
+//! Issue 16: what one token, or none, could do to the service, tried on the real binary
+//! with its default limits. Each case prints its figures first (`FIGURE <case>: ...`:
+//! status codes, resident memory, the time an admin call took, requests that reached the
+//! fake API server) and then asserts on behaviour only; `tests/bench/hostile.sh` runs the
+//! cases on any build (`ARGO_RESULTS_TEST_SERVER`) to compare before and after a change.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use argo_results_client::proto::token::{Audience, TokenClaims, generate_es256_key};
+use argo_results_tests::fake_kube::FakeKube;
+use argo_results_tests::fixtures::{NS, Step, WF, outputs, step};
+use argo_results_tests::private_postgres::PrivatePostgres;
+use argo_results_tests::server::{ScratchDir, binary, free_port};
+use argo_results_tests::tokens::{self, CONTROLLER, READER};
+use argo_results_tests::{Backend, TestServer};
+use futures_util::future::join_all;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::process::Command;
+use tokio::task::JoinHandle;
+
+on_both_backends!(pages_stop_at_eight_mib, a_page_holds_one_item_however_large);
+
+fn figure(case: &str, text: impl Display) {
+    println!("FIGURE {case}: {text}");
+}
+
+fn result_path(step: &Step) -> String {
+    format!(
+        "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+        step.node_id
+    )
+}
+
+fn pod_token(step: &Step) -> String {
+    tokens::pod_token(NS, &step.pod_name, &step.pod_uid)
+}
+
+/// The status counts of `answers`, e.g. `{200: 3, 429: 1}` (0: no answer).
+fn tally(answers: impl IntoIterator<Item = u16>) -> BTreeMap<u16, usize> {
+    let mut counts = BTreeMap::new();
+    for status in answers {
+        *counts.entry(status).or_default() += 1;
+    }
+    counts
+}
+
+/// Connects to `address` and sends `bytes`, then leaves the connection as it is.
+async fn stall(address: &str, bytes: &[u8]) -> Option<TcpStream> {
+    let connect = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(address));
+    let mut stream = connect.await.ok()?.ok()?;
+    stream.write_all(bytes).await.ok()?;
+    Some(stream)
+}
+
+/// The HTTP/1.1 answer that arrives on `stream` within `wait`: its status (0: none) and
+/// what arrived of it.
+async fn answer_within(stream: &mut TcpStream, wait: Duration) -> (u16, String) {
+    let mut text = Vec::new();
+    let read = async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => text.extend_from_slice(&chunk[..n]),
+            }
+            let received = String::from_utf8_lossy(&text);
+            if let Some((head, body)) = received.split_once("\r\n\r\n") {
+                let length = head
+                    .lines()
+                    .find_map(|line| {
+                        line.to_ascii_lowercase()
+                            .strip_prefix("content-length:")?
+                            .trim()
+                            .parse()
+                            .ok()
+                    })
+                    .unwrap_or(0);
+                if body.len() >= length {
+                    break;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(wait, read).await;
+    let text = String::from_utf8_lossy(&text).into_owned();
+    let status = text
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3)?.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+/// How long the server keeps `stream` open (reading and dropping what it sends), if it
+/// closes it within `wait`.
+async fn closed_within(
+    mut stream: impl tokio::io::AsyncRead + Unpin,
+    wait: Duration,
+) -> Option<Duration> {
+    let started = Instant::now();
+    let read = async {
+        let mut chunk = [0u8; 1024];
+        while let Ok(n) = stream.read(&mut chunk).await {
+            if n == 0 {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(wait, read)
+        .await
+        .ok()
+        .map(|()| started.elapsed())
+}
+
+/// The head of a PUT of `path` whose body declares `length` bytes.
+fn put_head(server: &TestServer, path: &str, token: &str, length: usize) -> String {
+    format!(
+        "PUT {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n",
+        server.address()
+    )
+}
+
+/// How `route`'s requests were answered, status by status, from the server's metrics.
+async fn answered(server: &TestServer, method: &str, route: &str) -> BTreeMap<u16, u64> {
+    let metrics = server.get("/metrics", None).await.text;
+    let series = format!(
+        "argo_results_http_requests_total{{route=\"{route}\",method=\"{method}\",status=\""
+    );
+    metrics
+        .lines()
+        .filter_map(|line| {
+            let (status, count) = line.strip_prefix(&series)?.split_once("\"} ")?;
+            Some((status.parse().ok()?, count.parse().ok()?))
+        })
+        .collect()
+}
+
+const REPORT_ROUTE: &str =
+    "/api/v1/namespaces/{namespace}/workflows/{workflow}/nodes/{nodeId}/result";
+
+/// An admin's `whoami`, the status and how long it took.
+async fn admin_whoami(server: &TestServer) -> (u16, Duration) {
+    let started = Instant::now();
+    let whoami = tokio::time::timeout(
+        Duration::from_secs(10),
+        server.get("/api/v1/whoami", Some(&tokens::user_token(CONTROLLER))),
+    )
+    .await;
+    (whoami.map_or(0, |answer| answer.status), started.elapsed())
+}
+
+/// Stalled report bodies, sent with a pod's token, hold no request slot: the admin, the
+/// feed and other pods are served while they wait, and each stalled request is answered
+/// `408 request_timeout` once the body deadline passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_bodies_lock_nobody_out() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let rss_before = server.rss_mib();
+    let s = step(1);
+    let mut head = put_head(&server, &result_path(&s), &pod_token(&s), 1000);
+    head.push_str(r#"{"protocolVersion":1,"#);
+    let opened = join_all((0..330).map(|_| stall(server.address(), head.as_bytes()))).await;
+    let mut stalled: Vec<TcpStream> = opened.into_iter().flatten().collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let (whoami, admin_took) = admin_whoami(&server).await;
+    let other = step(2);
+    let body = serde_json::to_string(&other.report(Some(1), true, Some(&outputs(2))));
+    let report = server
+        .put_json(
+            &result_path(&other),
+            &pod_token(&other),
+            body.expect("json"),
+        )
+        .await
+        .status;
+    let feed = server
+        .get("/api/v1/results?since=0", Some(&tokens::user_token(READER)))
+        .await
+        .status;
+    let rss_during = server.rss_mib();
+    let answers = join_all(
+        stalled
+            .iter_mut()
+            .map(|s| answer_within(s, Duration::from_secs(20))),
+    )
+    .await;
+    let stalled_answers = tally(answers.iter().map(|(status, _)| *status));
+    figure(
+        "stalled bodies",
+        format!(
+            "{} stalled PUTs: admin whoami {whoami} in {} ms, another pod's report {report}, \
+             feed {feed}; RSS {rss_before:.0} -> {rss_during:.0} MiB; the stalled ones \
+             answered {stalled_answers:?} within 20 s",
+            stalled.len(),
+            admin_took.as_millis()
+        ),
+    );
+    assert_eq!(stalled.len(), 330);
+    assert_eq!((whoami, report, feed), (200, 201, 200));
+    assert_eq!(
+        stalled_answers,
+        BTreeMap::from([(408, 330)]),
+        "each stalled body is answered 408"
+    );
+    assert!(
+        answers
+            .iter()
+            .all(|(_, text)| text.contains(r#""code":"request_timeout""#)),
+        "{}",
+        answers[0].1
+    );
+}
+
+/// Nearly-whole bodies of a megabyte that never finish, on any route and whatever their
+/// query says (`?watch=true` included), are held within a fixed memory budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_megabytes_stay_within_a_budget() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let rss_before = server.rss_mib();
+    let s = step(1);
+    let path = format!("{}?watch=true", result_path(&s));
+    let mut bytes = put_head(&server, &path, &pod_token(&s), 1_048_000).into_bytes();
+    bytes.extend_from_slice(br#"{"protocolVersion":1,"message":""#);
+    bytes.resize(bytes.len() + 1_000_000, b'm');
+    let bytes = Arc::new(bytes);
+    let connections = 300;
+    let senders = at_once(&server, connections as usize, |address| {
+        let bytes = Arc::clone(&bytes);
+        async move {
+            let connect = TcpStream::connect(&address);
+            let mut stream = tokio::time::timeout(Duration::from_secs(20), connect)
+                .await
+                .ok()?
+                .ok()?;
+            // The server stops reading a body it refuses, so the write may fail.
+            let _ = tokio::time::timeout(Duration::from_secs(20), stream.write_all(&bytes)).await;
+            answer_within(&mut stream, Duration::from_secs(20)).await;
+            Some(())
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rss_during = server.rss_mib();
+    let (whoami, admin_took) = admin_whoami(&server).await;
+    let connected = join_all(senders)
+        .await
+        .into_iter()
+        .filter(|sent| matches!(sent, Ok(Some(()))))
+        .count() as u64;
+    // A request refused at once is counted at once; one cut by the deadline, up to 10 s
+    // after its body started.
+    time_until(Duration::from_secs(15), || async {
+        answered(&server, "PUT", REPORT_ROUTE)
+            .await
+            .values()
+            .sum::<u64>()
+            >= connected
+    })
+    .await;
+    let answers = answered(&server, "PUT", REPORT_ROUTE).await;
+    figure(
+        "stalled megabytes",
+        format!(
+            "{connections} PUT ?watch=true bodies of 1 MB that stall ({connected} connected): \
+             RSS {rss_before:.0} -> {rss_during:.0} MiB; admin whoami {whoami} in {} ms; the \
+             PUTs were answered {answers:?}",
+            admin_took.as_millis()
+        ),
+    );
+    assert_eq!(whoami, 200);
+    assert_eq!(
+        answers.values().sum::<u64>(),
+        connected,
+        "every stalled body is answered"
+    );
+    assert!(
+        answers.keys().all(|status| matches!(status, 408 | 429)),
+        "{answers:?}"
+    );
+    assert!(
+        answers.contains_key(&429),
+        "bodies past the memory budget are refused"
+    );
+    assert!(
+        rss_during - rss_before < 200.0,
+        "{connections} stalled megabytes took RSS from {rss_before:.0} to {rss_during:.0} MiB"
+    );
+}
+
+/// `?watch=true` on a report is no way around `--max-in-flight`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_feed_watches() {
+    let server = TestServer::start_with(Backend::Sqlite, &["--max-in-flight", "1"]).await;
+    let reports = (0..48u32).map(|i| {
+        let s = step(i);
+        let path = format!("{}?watch=true", result_path(&s));
+        let body = serde_json::to_string(&s.report(Some(1), true, Some(&outputs(i))));
+        let server = &server;
+        async move {
+            let body = body.expect("json");
+            server.put_json(&path, &pod_token(&s), body).await.status
+        }
+    });
+    let statuses = tally(join_all(reports).await);
+    figure(
+        "watch on a report",
+        format!("48 concurrent PUT ?watch=true with --max-in-flight 1: {statuses:?}"),
+    );
+    assert!(statuses.contains_key(&429), "never shed: {statuses:?}");
+    assert_eq!(
+        server.count("SELECT COUNT(*) FROM results").await as usize,
+        statuses.get(&201).copied().unwrap_or(0)
+    );
+}
+
+/// Waiting watches have a cap of their own (`--max-watches`, 128 by default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_watches_are_capped() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let reader = tokens::user_token(READER);
+    let url = format!(
+        "{}/api/v1/results?since=0&watch=true&timeoutSeconds=60",
+        server.url()
+    );
+    let watches: Vec<_> = (0..160)
+        .map(|_| {
+            let (url, reader) = (url.clone(), reader.clone());
+            tokio::spawn(async move {
+                reqwest::Client::new()
+                    .get(url)
+                    .bearer_auth(reader)
+                    .send()
+                    .await
+                    .map_or(0, |answer| answer.status().as_u16())
+            })
+        })
+        .collect();
+    let mut waiting = 0;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let metrics = server.get("/metrics", None).await.text;
+        waiting = metrics
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix("argo_results_feed_watchers ")?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0);
+        if watches.iter().filter(|w| w.is_finished()).count() + waiting >= 160 {
+            break;
+        }
+    }
+    let mut refused = Vec::new();
+    for watch in watches {
+        if watch.is_finished() {
+            refused.push(watch.await.unwrap_or(0));
+        } else {
+            watch.abort();
+        }
+    }
+    let refused = tally(refused);
+    figure(
+        "watches",
+        format!("160 watches: {waiting} waiting, the others answered {refused:?}"),
+    );
+    assert_eq!(waiting, 128);
+    assert_eq!(refused, BTreeMap::from([(429, 32)]));
+}
+
+/// Runs `task` with the server's address `n` times at once, each on a task of its own.
+fn at_once<T, F>(server: &TestServer, n: usize, task: impl Fn(String) -> F) -> Vec<JoinHandle<T>>
+where
+    F: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    (0..n)
+        .map(|_| tokio::spawn(task(server.address().to_owned())))
+        .collect()
+}
+
+/// Headers sent a byte a second, connections that never send a request and idle
+/// keep-alive connections are all closed by the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_idle_connections_are_closed() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let wait = Duration::from_secs(30);
+    let head = format!(
+        "GET /healthz HTTP/1.1\r\nHost: {}\r\nX-Slow: ",
+        server.address()
+    );
+    let slow = at_once(&server, 200, |address| {
+        let head = head.clone();
+        async move {
+            let stream = stall(&address, head.as_bytes()).await?;
+            let (reader, mut writer) = stream.into_split();
+            let drip = tokio::spawn(async move {
+                while writer.write_all(b"a").await.is_ok() {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            });
+            let closed = closed_within(reader, wait).await;
+            drip.abort();
+            Some(closed)
+        }
+    });
+    let idle = at_once(&server, 50, |address| async move {
+        Some(closed_within(stall(&address, b"").await?, wait).await)
+    });
+    let request = format!(
+        "GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n",
+        server.address()
+    );
+    let kept_alive = at_once(&server, 20, |address| {
+        let request = request.clone();
+        async move {
+            let mut stream = stall(&address, request.as_bytes()).await?;
+            let (status, _) = answer_within(&mut stream, Duration::from_secs(5)).await;
+            (status == 200).then_some(())?;
+            Some(closed_within(stream, wait).await)
+        }
+    });
+    let mut open = 0;
+    let mut lines = Vec::new();
+    for (kind, tasks) in [
+        ("slow headers", slow),
+        ("silent", idle),
+        ("idle keep-alive", kept_alive),
+    ] {
+        // `None`: the connection could not be made (the machine is loaded), which says
+        // nothing of the server's timeouts.
+        let tried: Vec<Option<Option<Duration>>> = join_all(tasks)
+            .await
+            .into_iter()
+            .map(|c| c.ok().flatten())
+            .collect();
+        let closed: Vec<Option<Duration>> = tried.iter().flatten().copied().collect();
+        let still_open = closed.iter().filter(|c| c.is_none()).count();
+        let longest = closed.iter().flatten().max().copied().unwrap_or_default();
+        open += still_open;
+        lines.push(format!(
+            "{} {kind}: {still_open} still open after {} s, the others closed within {:.1} s \
+             ({} could not connect)",
+            tried.len(),
+            wait.as_secs(),
+            longest.as_secs_f64(),
+            tried.len() - closed.len()
+        ));
+    }
+    figure("slow and idle connections", lines.join("; "));
+    assert_eq!(open, 0, "connections the server never closed");
+}
+
+/// The connections open on the API address, from the server's metrics (the one that asks
+/// included).
+async fn open_connections(server: &TestServer) -> u64 {
+    let metrics = server.get("/metrics", None).await.text;
+    metrics
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("argo_results_http_connections{listener=\"api\"} ")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// How long `done` took to turn true (asked every 200 ms), if it did within `limit`.
+async fn time_until<F>(limit: Duration, mut done: impl FnMut() -> F) -> Option<Duration>
+where
+    F: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if done().await {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    None
+}
+
+/// `took` in seconds, or that it took longer than `limit`.
+fn seconds(took: Option<Duration>, limit: Duration) -> String {
+    took.map_or(format!("more than {} s", limit.as_secs()), |took| {
+        format!("{:.1} s", took.as_secs_f64())
+    })
+}
+
+/// An HTTP/2 connection, which has no header timeout after its first request, is closed
+/// once no request has been in flight on it for `--idle-timeout`; a watch waiting longer
+/// than that is in flight, and keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_http2_connections_are_closed() {
+    let server = TestServer::start_with(Backend::Sqlite, &["--idle-timeout", "2s"]).await;
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client");
+    let watch = h2
+        .get(format!(
+            "{}/api/v1/results?since=0&watch=true&timeoutSeconds=4",
+            server.url()
+        ))
+        .bearer_auth(tokens::user_token(READER))
+        .send()
+        .await
+        .expect("a watch longer than the idle timeout");
+    assert_eq!(watch.version(), reqwest::Version::HTTP_2);
+    assert_eq!(watch.status(), 200);
+    assert_eq!(
+        open_connections(&server).await,
+        2,
+        "the HTTP/2 one and the asker"
+    );
+    let limit = Duration::from_secs(15);
+    let closed = time_until(limit, || async { open_connections(&server).await == 1 }).await;
+    figure(
+        "idle HTTP/2",
+        format!(
+            "with --idle-timeout 2s, a 4 s watch was answered; the idle connection was then \
+             closed after {}",
+            seconds(closed, limit)
+        ),
+    );
+    assert!(closed.is_some(), "the idle HTTP/2 connection stayed open");
+}
+
+/// 1,100 connections that send nothing, against a server allowed 1,024 open files: the
+/// API refuses what is past its connection cap (and says so in its log), the probes on
+/// `--metrics-listen` answer throughout, and the API serves again once the idle
+/// connections are closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_flood_leaves_the_probes_working() {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let server = TestServer::start_with(Backend::Sqlite, &["--metrics-listen", &listen]).await;
+    let limited = std::process::Command::new("prlimit")
+        .args(["--nofile=1024:1024", "--pid", &server.pid().to_string()])
+        .status()
+        .expect("prlimit (util-linux)");
+    assert!(limited.success());
+    let flood: Vec<TcpStream> = join_all((0..1100).map(|_| stall(server.address(), b"")))
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let probe = |url: String| async move {
+        let started = Instant::now();
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("client");
+        let status = client
+            .get(url)
+            .send()
+            .await
+            .map_or(0, |answer| answer.status().as_u16());
+        (status, started.elapsed())
+    };
+    let (probes, probe_took) = probe(format!("http://{listen}/healthz")).await;
+    let (api, _) = probe(format!("{}/healthz", server.url())).await;
+    let limit = Duration::from_secs(25);
+    let api_healthz = format!("{}/healthz", server.url());
+    let recovered = time_until(limit, || async {
+        probe(api_healthz.clone()).await.0 == 200
+    })
+    .await;
+    figure(
+        "connection flood",
+        format!(
+            "{} idle connections, ulimit -n 1024: /healthz on --metrics-listen {probes} in {} ms, \
+             on the API address {api}; the API served again after {}",
+            flood.len(),
+            probe_took.as_millis(),
+            seconds(recovered, limit)
+        ),
+    );
+    drop(flood);
+    assert_eq!(probes, 200);
+    assert!(recovered.is_some(), "the API never served again");
+    assert!(
+        server.log().contains("connection cap"),
+        "the refusals are not logged:\n{}",
+        server.log()
+    );
+}
+
+/// A parameter of about a megabyte, to make results of that size.
+fn megabyte_outputs(i: u32) -> String {
+    format!(
+        r#"{{"parameters":[{{"name":"blob","value":"{i}-{}"}}]}}"#,
+        "x".repeat(1_000_000)
+    )
+}
+
+/// Every page of a workflow's list (following `continue`) and of the feed (following
+/// `revision`), with its size in bytes.
+async fn all_pages(
+    server: &TestServer,
+) -> (
+    Vec<(usize, serde_json::Value)>,
+    Vec<(usize, serde_json::Value)>,
+) {
+    let reader = tokens::user_token(READER);
+    let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results");
+    let mut lists = Vec::new();
+    let mut next = list.clone();
+    loop {
+        let page = server.get(&next, Some(&reader)).await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        let token = page.json["continue"].as_str().map(str::to_owned);
+        lists.push((page.text.len(), page.json));
+        match token {
+            Some(token) if lists.len() < 100 => next = format!("{list}?continue={token}"),
+            _ => break,
+        }
+    }
+    let mut feeds = Vec::new();
+    let mut since = 0;
+    loop {
+        let page = server
+            .get(&format!("/api/v1/results?since={since}"), Some(&reader))
+            .await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        if page.json["items"].as_array().is_none_or(Vec::is_empty) || feeds.len() >= 100 {
+            break;
+        }
+        since = page.json["revision"].as_i64().expect("revision");
+        feeds.push((page.text.len(), page.json));
+    }
+    (lists, feeds)
+}
+
+fn sizes(pages: &[(usize, serde_json::Value)]) -> String {
+    let sizes: Vec<String> = pages
+        .iter()
+        .map(|(bytes, page)| {
+            format!(
+                "{} items/{:.1} MB",
+                page["items"].as_array().map_or(0, Vec::len),
+                *bytes as f64 / 1e6
+            )
+        })
+        .collect();
+    sizes.join(", ")
+}
+
+const PAGE_BYTES: usize = 8 << 20;
+
+/// Twenty results of a megabyte: list and feed pages stop at 8 MiB and `continue` /
+/// `revision` fetch the rest, each result once and in order.
+async fn pages_stop_at_eight_mib(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    for i in 0..20 {
+        let s = step(i);
+        server
+            .send(&s, &s.report(Some(1), true, Some(&megabyte_outputs(i))))
+            .await
+            .expect("report");
+    }
+    let rss_before = server.rss_mib();
+    let reader = tokens::user_token(READER);
+    let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results?limit=1000");
+    let concurrent = (0..4).flat_map(|_| {
+        [
+            server.get(&list, Some(&reader)),
+            server.get("/api/v1/results?since=0&limit=1000", Some(&reader)),
+        ]
+    });
+    join_all(concurrent).await;
+    let rss_after = server.rss_mib();
+    let (lists, feeds) = all_pages(&server).await;
+    figure(
+        &format!("pages ({backend:?})"),
+        format!(
+            "20 results of 1 MB: list pages [{}]; feed pages [{}]; 4 lists and 4 feed reads \
+             at once took RSS {rss_before:.0} -> {rss_after:.0} MiB",
+            sizes(&lists),
+            sizes(&feeds)
+        ),
+    );
+    for (bytes, page) in lists.iter().chain(&feeds) {
+        assert!(*bytes <= PAGE_BYTES, "a page of {bytes} bytes");
+        assert!(!page["items"].as_array().expect("items").is_empty());
+    }
+    let listed: Vec<&str> = lists
+        .iter()
+        .flat_map(|(_, page)| page["items"].as_array().expect("items"))
+        .map(|item| item["nodeId"].as_str().expect("nodeId"))
+        .collect();
+    let expected: Vec<String> = (0..20).map(|i| step(i).node_id).collect();
+    assert_eq!(listed, expected);
+    let revisions: Vec<i64> = feeds
+        .iter()
+        .flat_map(|(_, page)| page["items"].as_array().expect("items"))
+        .map(|item| item["revision"].as_i64().expect("revision"))
+        .collect();
+    assert_eq!(revisions, (1..=20).collect::<Vec<i64>>());
+}
+
+/// A result larger than a page is served alone on its page.
+async fn a_page_holds_one_item_however_large(backend: Backend) {
+    let server = TestServer::start_with(backend, &["--max-body-bytes", "10000000"]).await;
+    let big = format!(
+        r#"{{"parameters":[{{"name":"blob","value":"{}"}}]}}"#,
+        "x".repeat(9_000_000)
+    );
+    for (i, outputs) in [(0, big), (1, outputs(1)), (2, outputs(2))] {
+        let s = step(i);
+        server
+            .send(&s, &s.report(Some(1), true, Some(&outputs)))
+            .await
+            .expect("report");
+    }
+    let (lists, feeds) = all_pages(&server).await;
+    figure(
+        &format!("one large item ({backend:?})"),
+        format!(
+            "list pages [{}]; feed pages [{}]",
+            sizes(&lists),
+            sizes(&feeds)
+        ),
+    );
+    let counts = |pages: &[(usize, serde_json::Value)]| -> Vec<usize> {
+        pages
+            .iter()
+            .map(|(_, page)| page["items"].as_array().map_or(0, Vec::len))
+            .collect()
+    };
+    assert_eq!(counts(&lists), [1, 2]);
+    assert_eq!(counts(&feeds), [1, 2]);
+}
+
+/// A pod rewriting its own result with a megabyte each time runs out of its write budget
+/// (each change keeps a copy in the feed's history), while a real wait container's
+/// reports (progress every tick, then its outputs) never come near it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_pod_cannot_flood_the_feed() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let server = &server;
+    let put = |s: &Step, body: String| {
+        let (path, token) = (result_path(s), pod_token(s));
+        async move { server.put_json(&path, &token, body).await }
+    };
+    let hostile = step(1);
+    let mut statuses = Vec::new();
+    let mut retry_after = true;
+    for i in 1..=40 {
+        let report = hostile.report(Some(i), false, Some(&megabyte_outputs(i as u32)));
+        let answer = put(&hostile, serde_json::to_string(&report).expect("json")).await;
+        retry_after &= answer.status != 429 || answer.headers.contains_key("retry-after");
+        statuses.push(answer.status);
+    }
+    let history = server
+        .count("SELECT CAST(COALESCE(SUM(LENGTH(item)), 0) AS BIGINT) FROM changes")
+        .await;
+    let real = step(2);
+    let mut real_statuses = Vec::new();
+    for tick in 1..=120 {
+        let report = argo_results_client::proto::ReportRequest {
+            progress: Some(format!("{tick}/121")),
+            ..real.report(Some(tick), false, None)
+        };
+        real_statuses.push(
+            put(&real, serde_json::to_string(&report).expect("json"))
+                .await
+                .status,
+        );
+    }
+    let last = real.report(Some(121), true, Some(&megabyte_outputs(2)));
+    real_statuses.push(
+        put(&real, serde_json::to_string(&last).expect("json"))
+            .await
+            .status,
+    );
+    let statuses = tally(statuses);
+    let real_statuses = tally(real_statuses);
+    figure(
+        "one pod's writes",
+        format!(
+            "40 rewrites of 1 MB by one pod: {statuses:?}, {:.1} MB of feed history; a real \
+             wait container's 120 progress reports and final 1 MB report: {real_statuses:?}",
+            history as f64 / 1e6
+        ),
+    );
+    assert!(statuses.contains_key(&429), "{statuses:?}");
+    assert!(retry_after, "429 without Retry-After");
+    assert!(
+        history < 20_000_000,
+        "{history} bytes of history from one pod"
+    );
+    assert!(
+        real_statuses
+            .keys()
+            .all(|status| matches!(status, 200 | 201)),
+        "{real_statuses:?}"
+    );
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+}
+
+/// `claims` signed with a key nobody trusts.
+fn forged(claims: &impl serde::Serialize) -> String {
+    let pem = generate_es256_key().expect("key");
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some("forged".into());
+    jsonwebtoken::encode(
+        &header,
+        claims,
+        &EncodingKey::from_ec_pem(pem.as_bytes()).expect("key"),
+    )
+    .expect("sign")
+}
+
+/// Sends `whoami` with each token, `concurrency` at a time; the statuses, and the 503s
+/// that lacked `Retry-After`.
+async fn whoami_all(
+    server: &TestServer,
+    tokens: Vec<String>,
+    concurrency: usize,
+) -> (BTreeMap<u16, usize>, usize) {
+    let mut statuses = Vec::new();
+    let mut bare = 0;
+    for chunk in tokens.chunks(concurrency) {
+        let answers = join_all(
+            chunk
+                .iter()
+                .map(|token| server.get("/api/v1/whoami", Some(token))),
+        )
+        .await;
+        for answer in answers {
+            bare +=
+                usize::from(answer.status == 503 && !answer.headers.contains_key("retry-after"));
+            statuses.push(answer.status);
+        }
+    }
+    (tally(statuses), bare)
+}
+
+/// With `--token-review`, only tokens that could be valid reach the API server: not
+/// garbage, not expired tokens, not tokens for another audience. Tokens that could be
+/// valid are sent at a bounded rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_never_reaches_token_review() {
+    let kube = FakeKube::start().await;
+    let server = TestServer::start_kube(
+        Backend::Sqlite,
+        &kube,
+        &["--token-review", "--kube-api-qps", "5"],
+    )
+    .await;
+    server.wait_ready().await;
+    let expired = |i: usize| {
+        let mut claims = tokens::user_claims(&format!("system:serviceaccount:argo:expired-{i}"));
+        claims.exp = now() - 3600;
+        forged(&claims)
+    };
+    let elsewhere = |i: usize| {
+        let claims = TokenClaims {
+            aud: Audience::One("https://kubernetes.default.svc".into()),
+            ..tokens::user_claims(&format!("system:serviceaccount:argo:elsewhere-{i}"))
+        };
+        forged(&claims)
+    };
+    let garbage: Vec<String> = (0..200)
+        .map(|i| format!("garbage-{i}-{}", "z".repeat(i)))
+        .chain((0..100).map(expired))
+        .chain((0..100).map(elsewhere))
+        .collect();
+    let started = Instant::now();
+    let (statuses, _) = whoami_all(&server, garbage, 16).await;
+    let garbage_took = started.elapsed().as_secs_f64();
+    let garbage_reviews = kube.count("tokenreviews");
+
+    let plausible: Vec<String> = (0..400)
+        .map(|i| {
+            forged(&tokens::user_claims(&format!(
+                "system:serviceaccount:argo:forged-{i}"
+            )))
+        })
+        .collect();
+    let started = Instant::now();
+    let (plausible_statuses, bare) = whoami_all(&server, plausible, 32).await;
+    let took = started.elapsed().as_secs_f64();
+    let reviews = kube.count("tokenreviews") - garbage_reviews;
+    figure(
+        "token review",
+        format!(
+            "400 garbage, expired or foreign tokens: {statuses:?}, {garbage_reviews} TokenReviews \
+             ({:.0}/s); 400 well-formed forged tokens: {plausible_statuses:?}, {reviews} \
+             TokenReviews in {took:.1} s ({:.0}/s, --kube-api-qps 5)",
+            f64::from(garbage_reviews) / garbage_took,
+            f64::from(reviews) / took
+        ),
+    );
+    assert_eq!(statuses, BTreeMap::from([(401, 400)]));
+    assert_eq!(garbage_reviews, 0);
+    assert_eq!(bare, 0, "503 without Retry-After");
+    assert!(
+        plausible_statuses.contains_key(&503),
+        "{plausible_statuses:?}"
+    );
+    // The rate limit: 50 a second after a burst of 100 (`--kube-api-qps`).
+    assert!(
+        f64::from(reviews) <= 100.0 + 50.0 * (took + 1.0),
+        "{reviews} in {took:.1} s"
+    );
+}
+
+/// A slow API server: requests wait a bounded time for a TokenReview slot, then answer
+/// 503 with Retry-After, and at most 16 reviews are in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_api_server_gets_bounded_waits() {
+    let kube = FakeKube::start().await;
+    let server = TestServer::start_kube(Backend::Sqlite, &kube, &["--token-review"]).await;
+    server.wait_ready().await;
+    kube.delay_reviews(Duration::from_secs(3));
+    let tokens: Vec<String> = (0..40)
+        .map(|i| tokens::user_token(&format!("system:serviceaccount:argo:reader-{i}")))
+        .collect();
+    let started = Instant::now();
+    let answers = join_all(tokens.iter().map(|token| async {
+        let answer = server.get("/api/v1/whoami", Some(token)).await;
+        (answer, started.elapsed())
+    }))
+    .await;
+    let slowest = answers
+        .iter()
+        .map(|(_, took)| *took)
+        .max()
+        .unwrap_or_default();
+    let statuses = tally(answers.iter().map(|(answer, _)| answer.status));
+    figure(
+        "slow API server",
+        format!(
+            "40 new tokens, TokenReview answering in 3 s: {statuses:?}, the slowest answer after \
+             {:.1} s, at most {} reviews in flight",
+            slowest.as_secs_f64(),
+            kube.most_reviews_in_flight()
+        ),
+    );
+    assert!(statuses.contains_key(&503), "{statuses:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|(answer, _)| answer.status != 503 || answer.headers.contains_key("retry-after"))
+    );
+    assert!(kube.most_reviews_in_flight() <= 16);
+}
+
+/// With `--rbac`: a denied caller's repeated request is decided once; a flood of distinct
+/// namespaces reaches the API server at a bounded rate and concurrency; a feed namespace
+/// that is no namespace name is refused before anyone is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rbac_floods_stay_off_the_api_server() {
+    let kube = FakeKube::start().await;
+    let server = TestServer::start_kube(
+        Backend::Sqlite,
+        &kube,
+        &["--kube-jwks", "--rbac", "--kube-api-qps", "5"],
+    )
+    .await;
+    server.wait_ready().await;
+    let reader = tokens::user_token(READER);
+    let feed = |namespace: String| {
+        let (server, reader) = (&server, &reader);
+        async move {
+            let path = format!("/api/v1/results?namespace={namespace}");
+            server.get(&path, Some(reader)).await
+        }
+    };
+    let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results");
+    let started = Instant::now();
+    let mut repeated = Vec::new();
+    while started.elapsed() < Duration::from_secs(5) {
+        let answers = join_all((0..8).map(|_| server.get(&list, Some(&reader)))).await;
+        repeated.extend(answers.into_iter().map(|answer| answer.status));
+    }
+    let repeated_reviews = kube.count("subjectaccessreviews");
+    let repeated = tally(repeated);
+
+    let started = Instant::now();
+    let mut distinct = Vec::new();
+    for chunk in (0..300).collect::<Vec<_>>().chunks(16) {
+        let answers = join_all(chunk.iter().map(|i| feed(format!("team-{i}")))).await;
+        distinct.extend(answers.into_iter().map(|answer| answer.status));
+    }
+    let took = started.elapsed().as_secs_f64();
+    let distinct_reviews = kube.count("subjectaccessreviews") - repeated_reviews;
+    let distinct = tally(distinct);
+
+    let invalid = feed("Not_A_Namespace".into()).await;
+    let invalid_reviews = kube.count("subjectaccessreviews") - repeated_reviews - distinct_reviews;
+
+    kube.delay_reviews(Duration::from_millis(500));
+    join_all((0..64).map(|i| feed(format!("slow-{i}")))).await;
+    figure(
+        "rbac",
+        format!(
+            "one denied request repeated for 5 s: {repeated:?}, {repeated_reviews} \
+             SubjectAccessReviews; 300 distinct namespaces: {distinct:?}, {distinct_reviews} \
+             SubjectAccessReviews in {took:.1} s ({:.0}/s, --kube-api-qps 5); an invalid \
+             namespace: {} after \
+             {invalid_reviews} reviews; 64 at once against a slow API server: at most {} in \
+             flight",
+            f64::from(distinct_reviews) / took,
+            invalid.status,
+            kube.most_reviews_in_flight()
+        ),
+    );
+    assert_eq!(repeated_reviews, 1, "a denial is remembered");
+    assert_eq!((invalid.status, invalid_reviews), (400, 0));
+    assert!(f64::from(distinct_reviews) <= 10.0 + 5.0 * (took + 1.0));
+    assert!(distinct.contains_key(&503), "{distinct:?}");
+    assert!(kube.most_reviews_in_flight() <= 16);
+}
+
+/// `--jwks-file` trusts any issuer only when told so with `--any-issuer`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_issuer_is_required_with_a_jwks_file() {
+    let dir = ScratchDir::new();
+    let jwks = dir.0.join("jwks.json");
+    std::fs::write(&jwks, &tokens::keys().jwks).expect("JWKS");
+    let mut child = Command::new(binary("argo-results-server"))
+        .args(["--listen", "127.0.0.1:0", "--database-url"])
+        .arg(format!("sqlite://{}", dir.0.join("results.db").display()))
+        .arg("--jwks-file")
+        .arg(&jwks)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the server");
+    let exited = tokio::time::timeout(Duration::from_secs(15), child.wait()).await;
+    let mut stderr = String::new();
+    if exited.is_ok() {
+        let mut pipe = child.stderr.take().expect("stderr");
+        let _ = pipe.read_to_string(&mut stderr).await;
+    }
+    figure(
+        "issuer",
+        format!(
+            "--jwks-file without --issuer: {}",
+            match &exited {
+                Ok(status) => format!("refused to start ({status:?}): {}", stderr.trim()),
+                Err(_) => "started, trusting any issuer".to_owned(),
+            }
+        ),
+    );
+    let status = exited
+        .expect("the server started without --issuer")
+        .expect("exit status");
+    assert!(!status.success());
+    assert!(stderr.contains("--any-issuer"), "{stderr}");
+
+    let foreign = TokenClaims {
+        iss: "https://issuer.elsewhere".into(),
+        ..tokens::user_claims(READER)
+    };
+    let foreign = tokens::sign(&tokens::rs256(), &foreign);
+    let strict = TestServer::start(Backend::Sqlite).await;
+    assert_eq!(
+        strict.get("/api/v1/whoami", Some(&foreign)).await.status,
+        401
+    );
+    let lenient = TestServer::start_with(Backend::Sqlite, &["--any-issuer"]).await;
+    assert_eq!(
+        lenient.get("/api/v1/whoami", Some(&foreign)).await.status,
+        200
+    );
+}
+
+/// `/readyz` answers anyone, so it says only whether the server is ready; why not goes to
+/// the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_says_only_ready_or_not() {
+    let postgres = PrivatePostgres::start();
+    let server = postgres.serve().await;
+    assert_eq!(server.get("/readyz", None).await.status, 200);
+    postgres.stop();
+    let readyz = server.get("/readyz", None).await;
+    figure(
+        "readyz",
+        format!(
+            "with the database down: {} {}",
+            readyz.status,
+            readyz.text.trim()
+        ),
+    );
+    assert_eq!(
+        (readyz.status, readyz.json["code"].as_str()),
+        (503, Some("unavailable"))
+    );
+    assert_eq!(readyz.json["detail"], "not ready");
+    assert!(server.log().contains("not ready"), "{}", server.log());
+}
+
+/// The SQLite database and its journal files are readable by their owner only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = TestServer::start(Backend::Sqlite).await;
+    server.complete(&step(1), 1).await;
+    let modes: Vec<(String, u32)> = ["results.db", "results.db-wal", "results.db-shm"]
+        .iter()
+        .map(|name| {
+            let metadata = std::fs::metadata(server.dir.0.join(name)).expect(name);
+            (name.to_string(), metadata.permissions().mode() & 0o777)
+        })
+        .collect();
+    figure(
+        "sqlite files",
+        modes
+            .iter()
+            .map(|(name, mode)| format!("{name} {mode:o}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    for (name, mode) in modes {
+        assert_eq!(mode, 0o600, "{name}");
+    }
+}
+
+/// With `--log-format json`, every line the process writes, on stdout (the address and the
+/// dev banner) as on stderr, is a JSON object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_json_on_every_line() {
+    let dir = Arc::new(ScratchDir::new());
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let mut command = Command::new(binary("argo-results-server"));
+    command
+        .args([
+            "--log-format",
+            "json",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            &metrics,
+        ])
+        .env("RUST_LOG", "info")
+        .current_dir(&dir.0);
+    let database_url = format!("sqlite://{}", dir.0.join("argo-results.db").display());
+    let server = TestServer::launch(command, Backend::Sqlite, dir, database_url, None).await;
+    server.get("/api/v1/whoami", None).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stdout = server.stdout();
+    let log = server.log();
+    let plain: Vec<&str> = stdout
+        .lines()
+        .chain(log.lines())
+        .filter(|line| {
+            serde_json::from_str::<serde_json::Value>(line).map_or(true, |v| !v.is_object())
+        })
+        .collect();
+    figure(
+        "json logs",
+        format!(
+            "{} lines on stdout, {} on stderr, {} of them not JSON{}",
+            stdout.lines().count(),
+            log.lines().count(),
+            plain.len(),
+            plain
+                .first()
+                .map_or(String::new(), |line| format!(", e.g. {line:?}"))
+        ),
+    );
+    assert!(plain.is_empty(), "{plain:#?}");
+    let banner = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|line| line["fields"]["admin_token"].is_string());
+    assert!(
+        banner.is_some(),
+        "no dev banner with the admin token:\n{stdout}"
+    );
+}
