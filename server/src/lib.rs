@@ -263,9 +263,11 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         max_connections: config.max_open_connections as usize,
     };
     let listener =
-        std::net::TcpListener::bind(config.listen).map_err(|source| StartError::Listen {
-            addr: config.listen,
-            source,
+        listener::bind(config.listen, connections.max_connections).map_err(|source| {
+            StartError::Listen {
+                addr: config.listen,
+                source,
+            }
         })?;
     let addr = listener.local_addr().map_err(StartError::Serve)?;
     let tls = match (&config.tls_cert, &config.tls_key) {
@@ -278,7 +280,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     };
     let operations = match config.metrics_listen {
         Some(addr) => Some(
-            std::net::TcpListener::bind(addr)
+            listener::bind(addr, OPERATIONS_CONNECTIONS)
                 .map_err(|source| StartError::Listen { addr, source })?,
         ),
         None => None,

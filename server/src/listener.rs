@@ -43,6 +43,24 @@ pub struct Limits {
 /// it arrives, so a flood of connections holds little memory besides the bodies'.
 const READ_BUFFER: usize = 128 << 10;
 
+/// Binds a listener whose kernel accept queue holds as many connections as may be open:
+/// with the default (128), a burst of connections past it waits in the kernel unseen, and
+/// one that then sends nothing is never accepted, so no timeout of ours can end it.
+pub fn bind(
+    addr: std::net::SocketAddr,
+    max_connections: usize,
+) -> io::Result<std::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    let backlog = u32::try_from(max_connections).unwrap_or(u32::MAX).max(128);
+    socket.listen(backlog)?.into_std()
+}
+
 /// The refusal of connections past the cap is logged at most this often.
 const WARN_EVERY: Duration = Duration::from_secs(10);
 

@@ -981,8 +981,10 @@ async fn rbac_floods_stay_off_the_api_server() {
         }
     };
     let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results");
+    // The first denial is asked for alone: concurrent first askers each ask (at most 16
+    // at once, within the rate), and what is measured here is that the answer is kept.
+    let mut repeated = vec![server.get(&list, Some(&reader)).await.status];
     let started = Instant::now();
-    let mut repeated = Vec::new();
     while started.elapsed() < Duration::from_secs(5) {
         let answers = join_all((0..8).map(|_| server.get(&list, Some(&reader)))).await;
         repeated.extend(answers.into_iter().map(|answer| answer.status));
