@@ -153,6 +153,14 @@ func (f *Follower) Result(workflowUID, nodeID string) (NodeResult, bool) {
 	return f.known.result(workflowUID, nodeID)
 }
 
+// Results are a workflow's results as last seen, by node ID: what the controller's
+// reconciliation of a workflow merges into its nodes.
+func (f *Follower) Results(workflowUID string) []NodeResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known.resultsOf(workflowUID)
+}
+
 // Decide is [Decide] with the node's result as last seen.
 func (f *Follower) Decide(workflowUID, nodeID string, pod PodPhase) Decision {
 	result, ok := f.Result(workflowUID, nodeID)

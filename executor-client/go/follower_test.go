@@ -116,6 +116,14 @@ func TestFollower(t *testing.T) {
 			t.Errorf("a completed pod gone: %+v, %v; want its reported phase", d, err)
 		}
 
+		var states []ResultState
+		for _, result := range f.Results(wf.UID) {
+			states = append(states, result.State)
+		}
+		if !slices.Equal(states, []ResultState{StateCompleted, StateAbandoned, StateExpected}) {
+			t.Errorf("the workflow's results by node ID: %v", states)
+		}
+
 		// A restarted follower, told the workflows in flight, decides as this one does.
 		s.finish(running, FinalReport{Phase: "Failed", Message: "OOMKilled", ExitCode: ptr(137)})
 		followAll(t, f)
@@ -162,6 +170,12 @@ func TestFollower(t *testing.T) {
 			}
 		case <-time.After(30 * time.Second):
 			t.Fatal("Run did not end with its context")
+		}
+
+		// A workflow garbage collected is forgotten.
+		f.Forget(wf.UID)
+		if d := f.Decide(wf.UID, done.nodeID, PodSucceeded); d.Verdict != Wait || len(f.Results(wf.UID)) != 0 {
+			t.Errorf("a forgotten workflow is still known: %s", d.Verdict)
 		}
 	})
 }

@@ -1,6 +1,10 @@
 package argoresults
 
-import "math"
+import (
+	"math"
+	"slices"
+	"strings"
+)
 
 // resultKey is one workflow incarnation's node.
 type resultKey struct{ workflowUID, nodeID string }
@@ -153,6 +157,18 @@ func (k *known) forget(workflowUID string) {
 			delete(k.results, key)
 		}
 	}
+}
+
+// resultsOf are the results known of one workflow, by node ID.
+func (k *known) resultsOf(workflowUID string) []NodeResult {
+	var results []NodeResult
+	for key, result := range k.results {
+		if key.workflowUID == workflowUID {
+			results = append(results, result)
+		}
+	}
+	slices.SortFunc(results, func(a, b NodeResult) int { return strings.Compare(a.NodeID, b.NodeID) })
+	return results
 }
 
 func (k *known) result(workflowUID, nodeID string) (NodeResult, bool) {
