@@ -15,14 +15,15 @@
 //! The cron controller's side, one tick run the safe way (claim, create, settle), is
 //! [`cron::run_tick`].
 
-use std::collections::HashMap;
+mod known;
 
 use argo_results_proto::{
-    AbandonRequest, ExpectationRequest, FeedItem, NodeResult, ProblemCode, ResultState,
+    AbandonRequest, ExpectationRequest, NodeResult, ProblemCode, ResultList, ResultState,
 };
 use serde::Deserialize;
 
 use crate::{Client, ClientError, FeedOptions, ListOptions};
+use known::Known;
 
 pub use crate::cron;
 
@@ -157,17 +158,10 @@ pub fn decide(pod: PodPhase, result: Option<&NodeResult>) -> Decision {
     }
 }
 
-/// One workflow incarnation's node: (workflow UID, node ID).
-type Key = (String, String);
-
 #[derive(Debug)]
 pub struct Reconciler {
     client: Client,
-    since: i64,
-    results: HashMap<Key, NodeResult>,
-    /// The workflows followed, by UID: the feed's changes to others are not kept, and these
-    /// are re-listed when the feed's history is gone.
-    workflows: HashMap<String, WorkflowRef>,
+    known: Known,
 }
 
 impl Reconciler {
@@ -176,9 +170,7 @@ impl Reconciler {
     pub fn new(client: Client, since: i64) -> Self {
         Reconciler {
             client,
-            since,
-            results: HashMap::new(),
-            workflows: HashMap::new(),
+            known: Known::new(since),
         }
     }
 
@@ -190,55 +182,23 @@ impl Reconciler {
         client: Client,
         workflows: impl IntoIterator<Item = WorkflowRef>,
     ) -> Result<Self, ClientError> {
-        let mut reconciler = Self::new(client, 0);
-        let mut lowest = None;
+        let mut listings = Vec::new();
         for workflow in workflows {
-            let revision = reconciler.list(&workflow).await?;
-            reconciler.workflows.insert(workflow.uid.clone(), workflow);
-            lowest = Some(lowest.map_or(revision, |low: i64| low.min(revision)));
+            let pages = list(&client, &workflow).await?;
+            listings.push((workflow, pages));
         }
-        reconciler.since = lowest.unwrap_or(0);
-        Ok(reconciler)
+        Ok(Reconciler {
+            client,
+            known: Known::resumed(listings),
+        })
     }
 
     /// Follows a workflow that was already running when this reconciler started and that
     /// [`Reconciler::resume`] was not told of: lists it, and reads the feed from there on.
     pub async fn track(&mut self, workflow: WorkflowRef) -> Result<(), ClientError> {
-        let revision = self.list(&workflow).await?;
-        self.workflows.insert(workflow.uid.clone(), workflow);
-        self.since = self.since.min(revision);
+        let pages = list(&self.client, &workflow).await?;
+        self.known.tracked(workflow, pages);
         Ok(())
-    }
-
-    /// Replaces what is known of `workflow` with its results listed now, every page; returns
-    /// the lowest page revision, after which the feed has every change.
-    async fn list(&mut self, workflow: &WorkflowRef) -> Result<i64, ClientError> {
-        let mut options = ListOptions {
-            workflow_uid: Some(workflow.uid.clone()),
-            ..ListOptions::default()
-        };
-        let mut listed = Vec::new();
-        let mut lowest = i64::MAX;
-        loop {
-            let page = self
-                .client
-                .list_results(&workflow.namespace, &workflow.name, &options)
-                .await?;
-            lowest = lowest.min(page.revision);
-            listed.extend(page.items);
-            match page.continue_token {
-                Some(token) => options.continue_token = Some(token),
-                None => break,
-            }
-        }
-        self.results.retain(|(uid, _), _| *uid != workflow.uid);
-        for result in listed {
-            self.results.insert(
-                (result.workflow_uid.clone(), result.node_id.clone()),
-                result,
-            );
-        }
-        Ok(lowest)
     }
 
     /// Step 1: the controller is about to create (or re-create) the pod of a node. The
@@ -257,57 +217,18 @@ impl Reconciler {
             pod_name: pod_name.to_owned(),
             pod_uid: Some(pod_uid.to_owned()),
         };
-        self.workflows
-            .entry(workflow_uid.to_owned())
-            .or_insert_with(|| WorkflowRef {
-                namespace: namespace.to_owned(),
-                name: workflow.to_owned(),
-                uid: workflow_uid.to_owned(),
-            });
+        self.known.follow(WorkflowRef {
+            namespace: namespace.to_owned(),
+            name: workflow.to_owned(),
+            uid: workflow_uid.to_owned(),
+        });
         let stored = self
             .client
             .expect(namespace, workflow, node_id, &expectation)
             .await?
             .body;
-        self.remember(stored);
+        self.known.remember(stored);
         Ok(())
-    }
-
-    /// Keeps `result` if its workflow is followed and it is newer than what is known.
-    fn remember(&mut self, result: NodeResult) {
-        if !self.workflows.contains_key(&result.workflow_uid) {
-            return;
-        }
-        let key = (result.workflow_uid.clone(), result.node_id.clone());
-        match self.results.get(&key) {
-            Some(known) if known.revision >= result.revision => {}
-            _ => {
-                self.results.insert(key, result);
-            }
-        }
-    }
-
-    /// Applies one change of the feed. A tombstone removes only what is older than itself:
-    /// after a re-list, the feed replays changes the listing already has.
-    fn apply(&mut self, item: FeedItem) {
-        match item {
-            FeedItem::Upserted { result, .. } => self.remember(*result),
-            FeedItem::Deleted {
-                revision,
-                workflow_uid,
-                node_id,
-                ..
-            } => {
-                let key = (workflow_uid, node_id);
-                if self
-                    .results
-                    .get(&key)
-                    .is_some_and(|known| known.revision < revision)
-                {
-                    self.results.remove(&key);
-                }
-            }
-        }
     }
 
     /// Step 2: applies the changes committed since the last call, in every namespace
@@ -318,42 +239,29 @@ impl Reconciler {
         let feed = self
             .client
             .feed(&FeedOptions {
-                since: self.since,
+                since: self.known.since,
                 watch: wait_seconds > 0,
                 timeout_seconds: Some(wait_seconds.max(1)),
                 ..FeedOptions::default()
             })
             .await;
-        let page = match feed {
+        match feed {
             Err(error) if error.code() == Some(ProblemCode::Gone) => {
-                let revision = error.problem().and_then(|p| p.revision).unwrap_or(0);
-                return self.relist(revision).await;
+                let current = error.problem().and_then(|p| p.revision).unwrap_or(0);
+                let mut listings = Vec::new();
+                for workflow in self.known.followed() {
+                    let pages = list(&self.client, &workflow).await?;
+                    listings.push((workflow, pages));
+                }
+                Ok(self.known.relisted(current, listings))
             }
-            page => page?,
-        };
-        self.since = page.revision;
-        let changes = page.items.len();
-        for item in page.items {
-            self.apply(item);
+            page => Ok(self.known.advance(page?)),
         }
-        Ok(changes)
-    }
-
-    /// Lists every workflow followed again and goes on from the lowest revision listed, or
-    /// from `current` (the 410's) when none is followed.
-    async fn relist(&mut self, current: i64) -> Result<usize, ClientError> {
-        let mut since = current;
-        for workflow in self.workflows.values().cloned().collect::<Vec<_>>() {
-            since = since.min(self.list(&workflow).await?);
-        }
-        self.since = since;
-        Ok(self.results.len())
     }
 
     /// The result of a node as last seen.
     pub fn result(&self, workflow_uid: &str, node_id: &str) -> Option<&NodeResult> {
-        self.results
-            .get(&(workflow_uid.to_owned(), node_id.to_owned()))
+        self.known.result(workflow_uid, node_id)
     }
 
     /// Step 3: [`decide`] with the result as last seen.
@@ -379,34 +287,40 @@ impl Reconciler {
             workflow_uid: workflow_uid.to_owned(),
             reason: reason.to_owned(),
         };
-        let frozen = match self
+        let answer = self
             .client
             .abandon(namespace, workflow, node_id, &abandon)
-            .await
-        {
-            Ok(abandoned) => abandoned,
-            Err(error) if error.code() == Some(ProblemCode::AlreadyCompleted) => {
-                let current = error
-                    .problem()
-                    .and_then(|p| p.current.as_ref())
-                    .and_then(|raw| serde_json::from_str::<NodeResult>(raw.get()).ok());
-                match current {
-                    Some(current) => current,
-                    None => return Err(error),
-                }
-            }
-            Err(error) => return Err(error),
-        };
-        let decision = decide(PodPhase::Gone, Some(&frozen));
-        self.remember(frozen);
-        Ok(decision)
+            .await;
+        Ok(self.known.settled(known::frozen(answer)?))
+    }
+}
+
+/// Every page of `workflow`'s results.
+async fn list(client: &Client, workflow: &WorkflowRef) -> Result<Vec<ResultList>, ClientError> {
+    let mut options = ListOptions {
+        workflow_uid: Some(workflow.uid.clone()),
+        ..ListOptions::default()
+    };
+    let mut pages = Vec::new();
+    loop {
+        let page = client
+            .list_results(&workflow.namespace, &workflow.name, &options)
+            .await?;
+        options.continue_token = page.continue_token.clone();
+        pages.push(page);
+        if options.continue_token.is_none() {
+            return Ok(pages);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    //! The decision table, from `testdata/reconciler-decisions.json`, which a port of the
-    //! reconciler to Go runs too. The file is one JSON object:
+    //! The two files of `testdata/` that the Go package's tests (`executor-client/go`) run
+    //! too, so that the two reconcilers cannot drift apart.
+    //!
+    //! `reconciler-decisions.json`, the decision table, run by
+    //! [`decisions_follow_the_shared_table`], is one JSON object:
     //!
     //! ```text
     //! {"cases": [{
@@ -418,13 +332,47 @@ mod tests {
     //!               "message":       null or a string,
     //!               "outputs":       null or Argo's Outputs object (with or without exitCode),
     //!               "abandonReason": null or a string },
-    //!   "expect": {
-    //!     "decision": "Wait" | "Succeeded" | "Failed" | "Error" | "Lost",
-    //!     "outputs":  null or the outputs the node takes (compared as JSON values),
-    //!     "message":  null (no message) or a fragment of the message (Lost: of the reason)
-    //!   }
+    //!   "expect": DECISION
     //! }]}
+    //!
+    //! DECISION: {
+    //!   "decision": "Wait" | "Succeeded" | "Failed" | "Error" | "Lost",
+    //!   "outputs":  null or the outputs the node takes (compared as JSON values),
+    //!   "message":  null (no message) or a fragment of the message (Lost: of the reason)
+    //! }
     //! ```
+    //!
+    //! `reconciler-events.json`, run by [`events_follow_the_shared_scenarios`]: sequences of
+    //! what a reconciler hears from the server, in order, and what it knows and decides
+    //! after them. Each step is an object with one key: an event (the answer of the call
+    //! that [`Reconciler`] makes, applied by its pure part `Known`) or an `expect`.
+    //!
+    //! ```text
+    //! {"defaults": {"result": a NodeResult, "page": members of a ResultList page},
+    //!  "scenarios": [{"name": ..., "since": where the reconciler starts reading the feed,
+    //!                 "steps": [STEP]}]}
+    //!
+    //! STEP:
+    //!   {"podCreated": {"workflow": WORKFLOW, "answer": RESULT}}  pod_created: the workflow
+    //!                                  is followed from now on; the expectation's answer
+    //!   {"feed": a FeedPage, its upserted items' `result` RESULTs}      follow: a page
+    //!   {"gone": {"revision": N, "listings": [LISTING]}}  follow: 410 gone at revision N,
+    //!                                  then the listing of each workflow followed (exactly)
+    //!   {"restart": {"listings": [LISTING]}}   Reconciler::resume with these workflows
+    //!   {"track": LISTING}                     Reconciler::track
+    //!   {"podGone": {"answer": {"status": 200, "body": RESULT}
+    //!                        | {"status": 409, "problem": a Problem, `current` a RESULT},
+    //!                "expect": DECISION}}      pod_gone: the abandon's answer, the decision
+    //!   {"expect": {"since": N (optional), "decisions": [{"workflowUid": ..., "nodeId": ...,
+    //!               "pod": as above, "expect": DECISION}]}}   what it knows now
+    //!
+    //! WORKFLOW: {"namespace": ..., "name": ..., "uid": ...}
+    //! LISTING:  {"workflow": WORKFLOW, "pages": [a ResultList: `defaults.page` members,
+    //!            then these; its `items` RESULTs]}
+    //! RESULT:   the members of `defaults.result`, then these (a NodeResult on the wire)
+    //! ```
+    use serde_json::{Map, Value};
+
     use super::*;
 
     #[derive(Deserialize)]
@@ -495,95 +443,269 @@ mod tests {
         }
     }
 
-    /// A decision as the table writes it: kind, outputs, message.
-    fn shape(decision: Decision) -> (&'static str, Option<String>, Option<String>) {
-        match decision {
+    /// Asserts that `decision` is the one `expect` writes: kind, outputs, message.
+    fn check(name: &str, decision: Decision, expect: &Expect) {
+        let (kind, outputs, message) = match decision {
             Decision::Wait => ("Wait", None, None),
             Decision::Succeeded { outputs } => ("Succeeded", outputs, None),
             Decision::Failed { outputs, message } => ("Failed", outputs, message),
             Decision::Error { outputs, message } => ("Error", outputs, Some(message)),
             Decision::Lost { reason } => ("Lost", None, Some(reason)),
+        };
+        assert_eq!(kind, expect.decision, "{name}");
+        let outputs: Option<serde_json::Value> =
+            outputs.map(|text| serde_json::from_str(&text).expect("outputs JSON"));
+        assert_eq!(outputs, expect.outputs, "{name}");
+        match (message, &expect.message) {
+            (None, None) => {}
+            (Some(message), Some(fragment)) => {
+                assert!(message.contains(fragment.as_str()), "{name}: {message:?}");
+            }
+            (message, fragment) => panic!("{name}: message {message:?}, expected {fragment:?}"),
         }
+    }
+
+    fn testdata(file: &str) -> String {
+        let path = format!("{}/testdata/{file}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
     #[test]
     fn decisions_follow_the_shared_table() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/testdata/reconciler-decisions.json"
-        );
-        let text = std::fs::read_to_string(path).expect("the decision table");
-        let table: Table = serde_json::from_str(&text).expect("the table's shape");
+        let table: Table = serde_json::from_str(&testdata("reconciler-decisions.json"))
+            .expect("the table's shape");
         assert!(!table.cases.is_empty());
         for case in table.cases {
             let result = case.result.map(stored);
-            let (kind, outputs, message) = shape(decide(pod(&case.pod), result.as_ref()));
-            let name = &case.name;
-            assert_eq!(kind, case.expect.decision, "{name}");
-            let outputs: Option<serde_json::Value> =
-                outputs.map(|text| serde_json::from_str(&text).expect("outputs JSON"));
-            assert_eq!(outputs, case.expect.outputs, "{name}");
-            match (message, case.expect.message) {
-                (None, None) => {}
-                (Some(message), Some(fragment)) => {
-                    assert!(message.contains(&fragment), "{name}: {message:?}");
-                }
-                (message, fragment) => panic!("{name}: message {message:?}, expected {fragment:?}"),
+            check(
+                &case.name,
+                decide(pod(&case.pod), result.as_ref()),
+                &case.expect,
+            );
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Events {
+        defaults: Defaults,
+        scenarios: Vec<Scenario>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Defaults {
+        result: Map<String, Value>,
+        page: Map<String, Value>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Scenario {
+        name: String,
+        since: i64,
+        steps: Vec<Step>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    enum Step {
+        PodCreated {
+            workflow: Workflow,
+            answer: Value,
+        },
+        Feed(Value),
+        Gone {
+            revision: i64,
+            listings: Vec<Listed>,
+        },
+        Restart {
+            listings: Vec<Listed>,
+        },
+        Track(Listed),
+        PodGone {
+            answer: Answer,
+            expect: Expect,
+        },
+        Expect {
+            since: Option<i64>,
+            decisions: Vec<Decided>,
+        },
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Workflow {
+        namespace: String,
+        name: String,
+        uid: String,
+    }
+
+    impl From<Workflow> for WorkflowRef {
+        fn from(
+            Workflow {
+                namespace,
+                name,
+                uid,
+            }: Workflow,
+        ) -> Self {
+            WorkflowRef {
+                namespace,
+                name,
+                uid,
             }
         }
     }
 
-    fn upserted(revision: i64) -> FeedItem {
-        let mut result = stored(Stored {
-            state: ResultState::Expected,
-            phase: None,
-            message: None,
-            outputs: None,
-            abandon_reason: None,
-        });
-        result.revision = revision;
-        FeedItem::Upserted {
-            revision,
-            result: Box::new(result),
-        }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Listed {
+        workflow: Workflow,
+        pages: Vec<Value>,
     }
 
-    fn deleted(revision: i64) -> FeedItem {
-        FeedItem::Deleted {
-            revision,
-            namespace: "argo".into(),
-            workflow: "wf".into(),
-            workflow_uid: "uid".into(),
-            node_id: "wf-1".into(),
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Answer {
+        status: u16,
+        body: Option<Value>,
+        problem: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Decided {
+        workflow_uid: String,
+        node_id: String,
+        pod: String,
+        expect: Expect,
+    }
+
+    impl Defaults {
+        /// `defaults` with the members of `value` over them.
+        fn over(defaults: &Map<String, Value>, value: Value) -> Value {
+            let Value::Object(members) = value else {
+                panic!("not an object: {value}")
+            };
+            let mut merged = defaults.clone();
+            merged.extend(members);
+            Value::Object(merged)
+        }
+
+        /// Decodes `value` as the client does, from its JSON text.
+        fn decode<T: serde::de::DeserializeOwned>(value: &Value) -> T {
+            serde_json::from_str(&value.to_string()).unwrap_or_else(|e| panic!("{e}: {value}"))
+        }
+
+        fn result(&self, value: Value) -> NodeResult {
+            Self::decode(&Self::over(&self.result, value))
+        }
+
+        /// Completes the RESULTs at `key` of `value`: one object, or each of an array.
+        fn complete(&self, value: &mut Value, key: &str) {
+            match value.get_mut(key) {
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        *item = Self::over(&self.result, item.take());
+                    }
+                }
+                Some(item @ Value::Object(_)) => *item = Self::over(&self.result, item.take()),
+                _ => {}
+            }
+        }
+
+        fn feed(&self, mut page: Value) -> argo_results_proto::FeedPage {
+            if let Some(Value::Array(items)) = page.get_mut("items") {
+                for item in items {
+                    self.complete(item, "result");
+                }
+            }
+            Self::decode(&page)
+        }
+
+        fn listing(&self, listed: Listed) -> known::Listing {
+            let pages = listed
+                .pages
+                .into_iter()
+                .map(|page| {
+                    let mut page = Self::over(&self.page, page);
+                    self.complete(&mut page, "items");
+                    Self::decode(&page)
+                })
+                .collect();
+            (listed.workflow.into(), pages)
+        }
+
+        fn answer(&self, answer: Answer) -> Result<NodeResult, ClientError> {
+            match (answer.status, answer.body, answer.problem) {
+                (200, Some(body), None) => Ok(self.result(body)),
+                (_, None, Some(mut problem)) => {
+                    self.complete(&mut problem, "current");
+                    let problem: argo_results_proto::Problem = Self::decode(&problem);
+                    assert_eq!(problem.status, answer.status);
+                    Err(ClientError::Api(Box::new(problem)))
+                }
+                _ => panic!("an answer is a 200 with a body or a problem"),
+            }
         }
     }
 
     #[test]
-    fn a_tombstone_removes_only_what_is_older_than_itself() {
-        let client = Client::new("http://127.0.0.1:9", None).expect("client");
-        let mut reconciler = Reconciler::new(client, 0);
-        reconciler.workflows.insert(
-            "uid".into(),
-            WorkflowRef {
-                namespace: "argo".into(),
-                name: "wf".into(),
-                uid: "uid".into(),
-            },
-        );
-        reconciler.apply(upserted(10));
-        reconciler.apply(deleted(7));
-        assert_eq!(
-            reconciler.result("uid", "wf-1").map(|r| r.revision),
-            Some(10),
-            "a re-created row outlives an older tombstone replayed"
-        );
-        reconciler.apply(upserted(9));
-        assert_eq!(
-            reconciler.result("uid", "wf-1").map(|r| r.revision),
-            Some(10),
-            "nor does an older change replace it"
-        );
-        reconciler.apply(deleted(11));
-        assert!(reconciler.result("uid", "wf-1").is_none());
+    fn events_follow_the_shared_scenarios() {
+        let events: Events =
+            serde_json::from_str(&testdata("reconciler-events.json")).expect("the file's shape");
+        assert!(!events.scenarios.is_empty());
+        let defaults = &events.defaults;
+        for scenario in events.scenarios {
+            let mut known = Known::new(scenario.since);
+            for (i, step) in scenario.steps.into_iter().enumerate() {
+                let name = format!("{} (step {})", scenario.name, i + 1);
+                match step {
+                    Step::PodCreated { workflow, answer } => {
+                        known.follow(workflow.into());
+                        known.remember(defaults.result(answer));
+                    }
+                    Step::Feed(page) => {
+                        known.advance(defaults.feed(page));
+                    }
+                    Step::Gone { revision, listings } => {
+                        let listings: Vec<known::Listing> =
+                            listings.into_iter().map(|l| defaults.listing(l)).collect();
+                        let mut followed: Vec<String> =
+                            known.followed().into_iter().map(|w| w.uid).collect();
+                        let mut listed: Vec<String> =
+                            listings.iter().map(|(w, _)| w.uid.clone()).collect();
+                        followed.sort();
+                        listed.sort();
+                        assert_eq!(listed, followed, "{name}: the workflows listed again");
+                        known.relisted(revision, listings);
+                    }
+                    Step::Restart { listings } => {
+                        known = Known::resumed(
+                            listings.into_iter().map(|l| defaults.listing(l)).collect(),
+                        );
+                    }
+                    Step::Track(listed) => {
+                        let (workflow, pages) = defaults.listing(listed);
+                        known.tracked(workflow, pages);
+                    }
+                    Step::PodGone { answer, expect } => {
+                        let frozen = known::frozen(defaults.answer(answer)).expect("frozen");
+                        check(&name, known.settled(frozen), &expect);
+                    }
+                    Step::Expect { since, decisions } => {
+                        if let Some(since) = since {
+                            assert_eq!(known.since, since, "{name}: since");
+                        }
+                        for d in decisions {
+                            let result = known.result(&d.workflow_uid, &d.node_id);
+                            let what =
+                                format!("{name}: {} {} {}", d.workflow_uid, d.node_id, d.pod);
+                            check(&what, decide(pod(&d.pod), result), &d.expect);
+                        }
+                    }
+                }
+            }
+        }
     }
 }

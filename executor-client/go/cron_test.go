@@ -1,0 +1,110 @@
+package argoresults
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// The cron tick helper against the real server: claim, create, settle, and a takeover
+// after a holder died.
+
+func TestCronTakeover(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		ctx := testContext(t)
+		admin := s.admin()
+		request := ClaimRequest{
+			CronWorkflowUID: "nightly-uid", ScheduledTime: "2026-11-29T17:00:00Z",
+			WorkflowName: "nightly-1795971600", LeaseSeconds: 5,
+		}
+		// The first holder claims, and dies before it settles.
+		dead, err := admin.Claim(ctx, testNamespace, "nightly", &request)
+		if err != nil || dead.State != ClaimClaimed || dead.ClaimID == "" || dead.TakenOver {
+			t.Fatalf("the first claim: %+v, %v", dead, err)
+		}
+
+		// Another controller finds the tick held, and is told how long the lease is.
+		var created []string
+		submit := func(_ context.Context, claim *Claim) (Submission, error) {
+			created = append(created, claim.WorkflowName)
+			if !claim.TakenOver {
+				t.Errorf("the holder after the lease did not take over: %+v", claim)
+			}
+			// The dead holder created the workflow: Kubernetes answers AlreadyExists.
+			return AlreadyExisted("wf-uid-1"), nil
+		}
+		retried := request
+		retried.WorkflowName = "nightly-other-name"
+		held, err := RunTick(ctx, admin, testNamespace, "nightly", &retried, submit)
+		if err != nil || held.Outcome != TickHeld || held.RetryAfter != 5*time.Second || held.Claim.ClaimID != "" {
+			t.Fatalf("a tick under a live lease: %+v, %v", held, err)
+		}
+
+		// After the lease it takes the tick over, under the first holder's name.
+		var tick *Tick
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			if tick, err = RunTick(ctx, admin, testNamespace, "nightly", &retried, submit); err != nil {
+				t.Fatal(err)
+			}
+			if tick.Outcome != TickHeld {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the 5 s lease never expired")
+			}
+		}
+		if tick.Outcome != TickSettled || tick.Claim.State != ClaimSubmitted || deref(tick.Claim.WorkflowUID) != "wf-uid-1" {
+			t.Errorf("the takeover: %+v", tick)
+		}
+		if len(created) != 1 || created[0] != request.WorkflowName {
+			t.Errorf("workflows created: %v, want once %s", created, request.WorkflowName)
+		}
+
+		// The dead holder comes back: it lost its lease and must touch nothing.
+		back, err := FinishTick(ctx, admin, testNamespace, "nightly", dead, func(context.Context, *Claim) (Submission, error) {
+			return Created("wf-uid-2"), nil
+		})
+		if err != nil || back.Outcome != TickLeaseLost || deref(back.Claim.WorkflowUID) != "wf-uid-1" {
+			t.Errorf("the old holder: %+v, %v", back, err)
+		}
+
+		// A settled tick is held for good, with no lease to wait for.
+		again, err := RunTick(ctx, admin, testNamespace, "nightly", &request, submit)
+		if err != nil || again.Outcome != TickHeld || again.RetryAfter != 0 || again.Claim.State != ClaimSubmitted {
+			t.Errorf("a settled tick claimed again: %+v, %v", again, err)
+		}
+
+		// A skipped tick is settled with its reason; a failed step leaves the claim held.
+		next := ClaimRequest{CronWorkflowUID: "nightly-uid", ScheduledTime: "2026-11-30T17:00:00Z", WorkflowName: "nightly-1796058000"}
+		skipped, err := RunTick(ctx, admin, testNamespace, "nightly", &next, func(context.Context, *Claim) (Submission, error) {
+			return Skipped("concurrencyPolicy Forbid"), nil
+		})
+		if err != nil || skipped.Outcome != TickSettled || skipped.Claim.State != ClaimSkipped || deref(skipped.Claim.Reason) != "concurrencyPolicy Forbid" {
+			t.Errorf("a skipped tick: %+v, %v", skipped, err)
+		}
+		third := ClaimRequest{CronWorkflowUID: "nightly-uid", ScheduledTime: "2026-12-01T17:00:00Z", WorkflowName: "nightly-1796144400"}
+		refused := errors.New("the API server refused the workflow")
+		_, err = RunTick(ctx, admin, testNamespace, "nightly", &third, func(context.Context, *Claim) (Submission, error) {
+			return Submission{}, refused
+		})
+		var tickErr *TickError
+		if !errors.As(err, &tickErr) || tickErr.Stage != "submit" || tickErr.Claim == nil || !errors.Is(err, refused) {
+			t.Errorf("a failed submission: %v", err)
+		}
+
+		runs, err := admin.Runs(ctx, testNamespace, "nightly", RunsOptions{CronWorkflowUID: "nightly-uid"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs.Items) != 3 || deref(runs.LastScheduledTime) != "2026-11-30T17:00:00Z" {
+			t.Errorf("the runs: %d claims, last scheduled %s", len(runs.Items), deref(runs.LastScheduledTime))
+		}
+		for _, claim := range runs.Items {
+			if claim.ClaimID != "" {
+				t.Errorf("a listed claim shows its holder's proof: %+v", claim)
+			}
+		}
+	})
+}

@@ -1,0 +1,216 @@
+package argoresults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Follower is what the workflow controller needs in place of its task-result informer
+// (docs/controller-integration.md): it registers the results it expects, follows the
+// change feed of every namespace with long polls, lists the workflows it follows again
+// when the feed's history is gone (410), and decides nodes from committed results. It
+// mirrors the Rust reference reconciler (executor-client/src/controller.rs) and is safe
+// for concurrent use: the controller's workers decide and register while one goroutine
+// runs [Follower.Run].
+type Follower struct {
+	client *Client
+	mu     sync.Mutex
+	known  *known
+}
+
+// NewFollower follows the feed from since (0: the oldest retained change) for the
+// workflows whose pods it registers from now on.
+func NewFollower(client *Client, since int64) *Follower {
+	return &Follower{client: client, known: newKnown(since)}
+}
+
+// ResumeFollower starts a follower with no memory, told the workflows in flight (the
+// controller's Workflow informer lists them): each is listed, every page, and the feed is
+// followed on from the lowest revision listed, so it reaches the decisions of a follower
+// that never stopped.
+func ResumeFollower(ctx context.Context, client *Client, workflows []WorkflowRef) (*Follower, error) {
+	listings, err := list(ctx, client, workflows)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	return &Follower{client: client, known: resumed(listings)}, nil
+}
+
+// list reads every page of each workflow's results.
+func list(ctx context.Context, client *Client, workflows []WorkflowRef) ([]listing, error) {
+	listings := make([]listing, 0, len(workflows))
+	for _, workflow := range workflows {
+		pages, err := client.listPages(ctx, workflow.Namespace, workflow.Name, ListOptions{WorkflowUID: workflow.UID})
+		if err != nil {
+			return nil, err
+		}
+		listings = append(listings, listing{workflow: workflow, pages: pages})
+	}
+	return listings, nil
+}
+
+// Track follows a workflow that was already running when this follower started and that
+// [ResumeFollower] was not told of: it is listed, and the feed is read from there on.
+func (f *Follower) Track(ctx context.Context, workflow WorkflowRef) error {
+	listings, err := list(ctx, f.client, []WorkflowRef{workflow})
+	if err != nil {
+		return fmt.Errorf("track: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.known.tracked(listings[0])
+	return nil
+}
+
+// Register records that the controller is about to create (podUID "") or has created the
+// pod of a node, or re-creates it (PUT .../expectation): from then on the node reads
+// expected until its pod reports, and the workflow is followed. With the server's
+// --require-expectation, the pod may report only once this was called with its name.
+func (f *Follower) Register(ctx context.Context, workflow WorkflowRef, nodeID, podName, podUID string) (*NodeResult, error) {
+	f.mu.Lock()
+	f.known.follow(workflow)
+	f.mu.Unlock()
+	expectation := ExpectationRequest{WorkflowUID: workflow.UID, PodName: podName, PodUID: podUID}
+	stored, _, err := f.client.Expect(ctx, workflow.Namespace, workflow.Name, nodeID, &expectation)
+	if err != nil {
+		return nil, fmt.Errorf("register node %s of %s/%s: %w", nodeID, workflow.Namespace, workflow.Name, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.known.remember(*stored)
+	return stored, nil
+}
+
+// Follow applies the changes committed since the last call, in every namespace, waiting
+// up to wait for one (0: not at all). It returns the workflows followed whose results
+// changed, for the controller to enqueue. When the history since the last call was
+// pruned (410 gone), every workflow followed is listed again, and all are returned.
+func (f *Follower) Follow(ctx context.Context, wait time.Duration) ([]WorkflowRef, error) {
+	f.mu.Lock()
+	since := f.known.since
+	f.mu.Unlock()
+	page, err := f.client.Feed(ctx, FeedOptions{Since: since, Watch: wait > 0, Timeout: wait})
+	if CodeOf(err) == CodeGone {
+		return f.relist(ctx, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("follow the feed from revision %d: %w", since, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.known.since != since {
+		// A concurrent call read on meanwhile; applying this page again would move back.
+		return nil, nil
+	}
+	return f.known.advance(page), nil
+}
+
+// relist lists every workflow followed again after gone, and goes on from there.
+func (f *Follower) relist(ctx context.Context, gone error) ([]WorkflowRef, error) {
+	current := int64(0)
+	if revision := ProblemOf(gone).Revision; revision != nil {
+		current = *revision
+	}
+	f.mu.Lock()
+	workflows := f.known.followed()
+	f.mu.Unlock()
+	listings, err := list(ctx, f.client, workflows)
+	if err != nil {
+		return nil, fmt.Errorf("list again after the feed's history is gone: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.known.relisted(current, listings)
+	return workflows, nil
+}
+
+// Run follows the feed until ctx ends, waiting up to wait in each long poll, and calls
+// changed with each workflow whose results changed. Transient failures are waited out
+// with the client's backoff (a client without a retry policy returns them); Run returns
+// ctx's error once it ends, or the first other error.
+func (f *Follower) Run(ctx context.Context, wait time.Duration, changed func(WorkflowRef)) error {
+	for {
+		workflows, err := f.Follow(ctx, wait)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			return err
+		}
+		for _, workflow := range workflows {
+			changed(workflow)
+		}
+	}
+}
+
+// Result is a node's result as last seen.
+func (f *Follower) Result(workflowUID, nodeID string) (NodeResult, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known.result(workflowUID, nodeID)
+}
+
+// Results are a workflow's results as last seen, by node ID: what the controller's
+// reconciliation of a workflow merges into its nodes.
+func (f *Follower) Results(workflowUID string) []NodeResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known.resultsOf(workflowUID)
+}
+
+// Decide is [Decide] with the node's result as last seen.
+func (f *Follower) Decide(workflowUID, nodeID string, pod PodPhase) Decision {
+	result, ok := f.Result(workflowUID, nodeID)
+	if !ok {
+		return Decide(pod, nil)
+	}
+	return Decide(pod, &result)
+}
+
+// PodGone settles a node whose pod vanished, or ended while the controller will not wait
+// for the feed, by abandoning its result (POST .../result/abandon). The answer is frozen
+// and final: the wait container gets its 2xx only after the commit and exits after it, so
+// once the pod is terminal what is committed is all there will be. 200: the result is
+// abandoned now (or was), and the node is Lost; 409 already_completed: the node takes its
+// phase and outputs from the completed result in the refusal ([Decide] with [PodGone]).
+func (f *Follower) PodGone(ctx context.Context, workflow WorkflowRef, nodeID, reason string) (Decision, error) {
+	abandon := AbandonRequest{WorkflowUID: workflow.UID, Reason: reason}
+	result, err := frozen(f.client.Abandon(ctx, workflow.Namespace, workflow.Name, nodeID, &abandon))
+	if err != nil {
+		return Decision{}, fmt.Errorf("abandon node %s of %s/%s: %w", nodeID, workflow.Namespace, workflow.Name, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known.settled(result), nil
+}
+
+// frozen is the frozen result in an abandon's answer: the abandoned result, or the
+// completed one that an already_completed refusal carries.
+func frozen(result *NodeResult, err error) (*NodeResult, error) {
+	if CodeOf(err) != CodeAlreadyCompleted {
+		return result, err
+	}
+	current, decodeErr := ProblemOf(err).CurrentResult()
+	if decodeErr != nil {
+		return nil, errors.Join(err, decodeErr)
+	}
+	return current, nil
+}
+
+// Forget stops following a workflow and drops what is known of it: call it once the
+// controller garbage collected the workflow (and [Client.DeleteResults] its results).
+func (f *Follower) Forget(workflowUID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.known.forget(workflowUID)
+}
+
+// Since is the revision the feed is read on from.
+func (f *Follower) Since() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known.since
+}

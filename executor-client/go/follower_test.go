@@ -1,0 +1,241 @@
+package argoresults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The Follower against the real server: what the controller's task-result informer
+// becomes.
+
+// finish reports a step's final result from its pod.
+func (s *testServer) finish(st step, final FinalReport) *NodeResult {
+	s.t.Helper()
+	r, _ := s.reporter(st, time.Time{})
+	result, err := r.Finalize(testContext(s.t), final)
+	if err != nil {
+		s.t.Fatalf("final report of %s: %v", st.nodeID, err)
+	}
+	return result
+}
+
+func register(t *testing.T, f *Follower, st step, podUID string) {
+	t.Helper()
+	if _, err := f.Register(testContext(t), st.workflow, st.nodeID, st.podName, podUID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// followAll follows the feed until it has nothing new.
+func followAll(t *testing.T, f *Follower) []WorkflowRef {
+	t.Helper()
+	var changed []WorkflowRef
+	for range 100 {
+		since := f.Since()
+		workflows, err := f.Follow(testContext(t), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed = append(changed, workflows...)
+		if f.Since() == since {
+			return changed
+		}
+	}
+	t.Fatal("the feed never ran dry")
+	return nil
+}
+
+func TestFollower(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b, "--require-expectation")
+		ctx := testContext(t)
+		f := NewFollower(s.admin(), 0)
+		wf := testWorkflow("follow")
+		done, lost, running := wf.step(1), wf.step(2), wf.step(3)
+
+		// Not registered: the pod may not report, and nothing is stored.
+		early, _ := s.reporter(done, time.Time{})
+		if err := early.Start(ctx); CodeOf(err) != CodeNotExpected {
+			t.Fatalf("a report before registration: %v, want not_expected", err)
+		}
+		if _, err := s.admin().GetResult(ctx, testNamespace, wf.Name, done.nodeID, ""); CodeOf(err) != CodeNotFound {
+			t.Errorf("a refused report stored something: %v", err)
+		}
+		for _, st := range []step{done, lost, running} {
+			register(t, f, st, "")
+			register(t, f, st, st.podUID)
+		}
+		if d := f.Decide(wf.UID, done.nodeID, PodSucceeded); d.Verdict != Wait {
+			t.Errorf("registered, not reported, the pod succeeded: %s; not seen is not done", d.Verdict)
+		}
+
+		// A long poll wakes on the final report.
+		type followed struct {
+			changed []WorkflowRef
+			err     error
+		}
+		woke := make(chan followed, 1)
+		go func() {
+			changed, err := f.Follow(ctx, 20*time.Second)
+			woke <- followed{changed, err}
+		}()
+		time.Sleep(300 * time.Millisecond)
+		start := time.Now()
+		s.finish(done, FinalReport{Outputs: json.RawMessage(`{"parameters":[{"name":"n","value":"1"}]}`), Phase: "Succeeded", ExitCode: ptr(0)})
+		select {
+		case got := <-woke:
+			if got.err != nil || !slices.Equal(got.changed, []WorkflowRef{wf}) {
+				t.Errorf("the long poll: %v, %v", got.changed, got.err)
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Errorf("the long poll woke %v after the commit", time.Since(start))
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the long poll never returned")
+		}
+		followAll(t, f)
+		decided := f.Decide(wf.UID, done.nodeID, PodSucceeded)
+		if decided.Verdict != Succeeded {
+			t.Errorf("completed and the pod succeeded: %s", decided.Verdict)
+		}
+		jsonEqual(t, "the node's outputs", decided.Outputs, `{"exitCode":"0","parameters":[{"name":"n","value":"1"}]}`)
+
+		// Pods gone: one that never reported is lost, one that completed keeps its outcome.
+		d, err := f.PodGone(ctx, wf, lost.nodeID, "pod deleted")
+		if err != nil || d.Verdict != Lost || d.Message != "pod deleted" {
+			t.Errorf("a pod gone before reporting: %+v, %v", d, err)
+		}
+		if d := f.Decide(wf.UID, lost.nodeID, PodSucceeded); d.Verdict != Lost {
+			t.Errorf("an abandoned node, remembered: %s", d.Verdict)
+		}
+		if d, err := f.PodGone(ctx, wf, done.nodeID, "node drained"); err != nil || d.Verdict != Succeeded {
+			t.Errorf("a completed pod gone: %+v, %v; want its reported phase", d, err)
+		}
+
+		var states []ResultState
+		for _, result := range f.Results(wf.UID) {
+			states = append(states, result.State)
+		}
+		if !slices.Equal(states, []ResultState{StateCompleted, StateAbandoned, StateExpected}) {
+			t.Errorf("the workflow's results by node ID: %v", states)
+		}
+
+		// A restarted follower, told the workflows in flight, decides as this one does.
+		s.finish(running, FinalReport{Phase: "Failed", Message: "OOMKilled", ExitCode: ptr(137)})
+		followAll(t, f)
+		resumed, err := ResumeFollower(ctx, s.admin(), []WorkflowRef{wf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range []step{done, lost, running} {
+			for _, pod := range []PodPhase{PodRunning, PodSucceeded, PodFailed, PodGone} {
+				want, got := f.Decide(wf.UID, st.nodeID, pod), resumed.Decide(wf.UID, st.nodeID, pod)
+				if got.Verdict != want.Verdict || got.Message != want.Message || !sameJSON(t, got.Outputs, want.Outputs) {
+					t.Errorf("%s, pod %s: resumed %+v, live %+v", st.nodeID, pod, got, want)
+				}
+			}
+		}
+		if d := resumed.Decide(wf.UID, running.nodeID, PodGone); d.Verdict != Failed || d.Message != "OOMKilled" {
+			t.Errorf("a vanished pod's node takes its phase from the stored result: %+v", d)
+		}
+
+		// Run hands each change to the controller until its context ends.
+		runCtx, stopRun := context.WithCancel(ctx)
+		changes := make(chan WorkflowRef, 16)
+		ran := make(chan error, 1)
+		go func() { ran <- resumed.Run(runCtx, 10*time.Second, func(w WorkflowRef) { changes <- w }) }()
+		other := testWorkflow("follow-later").step(1)
+		if err := resumed.Track(ctx, other.workflow); err != nil {
+			t.Fatal(err)
+		}
+		register(t, f, other, other.podUID)
+		s.finish(other, FinalReport{Phase: "Succeeded"})
+		select {
+		case w := <-changes:
+			if w != other.workflow {
+				t.Errorf("Run handed %v, want %v", w, other.workflow)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run handed no change")
+		}
+		stopRun()
+		select {
+		case err := <-ran:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run ended with %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not end with its context")
+		}
+
+		// A workflow garbage collected is forgotten.
+		f.Forget(wf.UID)
+		if d := f.Decide(wf.UID, done.nodeID, PodSucceeded); d.Verdict != Wait || len(f.Results(wf.UID)) != 0 {
+			t.Errorf("a forgotten workflow is still known: %s", d.Verdict)
+		}
+	})
+}
+
+func TestFollowerRelistsWhenTheHistoryIsGone(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b, "--feed-retention", "1s", "--retention-every", "100ms")
+		ctx := testContext(t)
+		admin := s.admin()
+		f := NewFollower(admin, 0)
+		wf := testWorkflow("relist")
+		first, second := wf.step(1), wf.step(2)
+		register(t, f, first, first.podUID)
+		register(t, f, second, second.podUID)
+		s.finish(first, FinalReport{Phase: "Succeeded"})
+		followAll(t, f)
+		behind := f.Since()
+
+		// While the follower looks away, the second step completes and the history goes.
+		s.finish(second, FinalReport{Outputs: json.RawMessage(`{"result":"late"}`), Phase: "Failed", Message: "boom"})
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := admin.Feed(ctx, FeedOptions{Since: behind})
+			if CodeOf(err) == CodeGone {
+				if ProblemOf(err).Revision == nil {
+					t.Fatal("410 without the current revision")
+				}
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the history was never pruned")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if d := f.Decide(wf.UID, second.nodeID, PodFailed); d.Verdict != Wait {
+			t.Fatalf("before the re-list the follower cannot know: %s", d.Verdict)
+		}
+		changed, err := f.Follow(ctx, 0)
+		if err != nil || !slices.Equal(changed, []WorkflowRef{wf}) {
+			t.Fatalf("following after the history went: %v, %v; want a re-list of %v", changed, err, wf)
+		}
+		d := f.Decide(wf.UID, second.nodeID, PodFailed)
+		if d.Verdict != Failed || d.Message != "boom" {
+			t.Errorf("after the re-list: %+v", d)
+		}
+		jsonEqual(t, "outputs after the re-list", d.Outputs, `{"result":"late"}`)
+		if f.Since() <= behind {
+			t.Errorf("the feed is read on from %d, not after the listing", f.Since())
+		}
+
+		// And goes on from there without loss.
+		third := wf.step(3)
+		register(t, f, third, third.podUID)
+		s.finish(third, FinalReport{Phase: "Succeeded"})
+		followAll(t, f)
+		if d := f.Decide(wf.UID, third.nodeID, PodSucceeded); d.Verdict != Succeeded {
+			t.Errorf("a change after the re-list: %s", d.Verdict)
+		}
+	})
+}

@@ -1,0 +1,3 @@
+module github.com/argo-results/argo-results/executor-client/go
+
+go 1.24

@@ -1,0 +1,177 @@
+package argoresults
+
+import (
+	"math"
+	"slices"
+	"strings"
+)
+
+// resultKey is one workflow incarnation's node.
+type resultKey struct{ workflowUID, nodeID string }
+
+// listing is every page of one workflow's results.
+type listing struct {
+	workflow WorkflowRef
+	pages    []ResultList
+}
+
+// known is what a follower knows, and how each answer of the server changes it: the pure
+// part of [Follower], which only adds the calls and a lock. It mirrors Known of the Rust
+// reference reconciler (executor-client/src/controller/known.rs); the scenarios of
+// executor-client/testdata/reconciler-events.json drive both.
+type known struct {
+	// since: the feed is read from here on.
+	since   int64
+	results map[resultKey]NodeResult
+	// workflows followed, by UID: the feed's changes to others are not kept, and these are
+	// listed again when the feed's history is gone.
+	workflows map[string]WorkflowRef
+}
+
+func newKnown(since int64) *known {
+	return &known{since: since, results: map[resultKey]NodeResult{}, workflows: map[string]WorkflowRef{}}
+}
+
+// resumed is a follower started with no memory, from the listings of the workflows in
+// flight: the feed is read on from the lowest revision listed (0 when none was).
+func resumed(listings []listing) *known {
+	k := newKnown(0)
+	for i, l := range listings {
+		revision := k.listed(l)
+		if i == 0 {
+			k.since = revision
+		}
+		k.since = min(k.since, revision)
+	}
+	return k
+}
+
+// follow: the workflow is followed from now on (its pod is about to be created).
+func (k *known) follow(workflow WorkflowRef) {
+	if _, ok := k.workflows[workflow.UID]; !ok {
+		k.workflows[workflow.UID] = workflow
+	}
+}
+
+// followed lists the workflows followed, to be listed again.
+func (k *known) followed() []WorkflowRef {
+	workflows := make([]WorkflowRef, 0, len(k.workflows))
+	for _, workflow := range k.workflows {
+		workflows = append(workflows, workflow)
+	}
+	return workflows
+}
+
+// tracked: a workflow learnt of later, listed now, is followed, and the feed is read on
+// from no later than its listing.
+func (k *known) tracked(l listing) {
+	k.since = min(k.since, k.listed(l))
+}
+
+// relisted: after 410 gone at revision current, every workflow followed was listed again;
+// the feed goes on from the lowest revision listed, or from current. Returns how many
+// results are known.
+func (k *known) relisted(current int64, listings []listing) int {
+	since := current
+	for _, l := range listings {
+		since = min(since, k.listed(l))
+	}
+	k.since = since
+	return len(k.results)
+}
+
+// listed replaces what is known of a workflow with its listing and follows it; it returns
+// the lowest page revision, after which the feed has every change.
+func (k *known) listed(l listing) int64 {
+	for key := range k.results {
+		if key.workflowUID == l.workflow.UID {
+			delete(k.results, key)
+		}
+	}
+	lowest := int64(math.MaxInt64)
+	for _, page := range l.pages {
+		lowest = min(lowest, page.Revision)
+		for _, result := range page.Items {
+			k.results[resultKey{result.WorkflowUID, result.NodeID}] = result
+		}
+	}
+	k.workflows[l.workflow.UID] = l.workflow
+	return lowest
+}
+
+// remember keeps result if its workflow is followed and it is newer than what is known.
+func (k *known) remember(result NodeResult) {
+	if _, ok := k.workflows[result.WorkflowUID]; !ok {
+		return
+	}
+	key := resultKey{result.WorkflowUID, result.NodeID}
+	if stored, ok := k.results[key]; ok && stored.Revision >= result.Revision {
+		return
+	}
+	k.results[key] = result
+}
+
+// apply applies one change of the feed. A tombstone removes only what is older than
+// itself: after a re-list, the feed replays changes the listing already has.
+func (k *known) apply(item FeedItem) {
+	if item.Type == Upserted {
+		k.remember(*item.Result)
+		return
+	}
+	key := resultKey{item.WorkflowUID, item.NodeID}
+	if stored, ok := k.results[key]; ok && stored.Revision < item.Revision {
+		delete(k.results, key)
+	}
+}
+
+// advance applies a page of the feed and reads on after it; it returns the followed
+// workflows the page changed, each once, in the order of their first change.
+func (k *known) advance(page *FeedPage) []WorkflowRef {
+	k.since = page.Revision
+	var changed []WorkflowRef
+	seen := map[string]bool{}
+	for _, item := range page.Items {
+		k.apply(item)
+		uid, _ := item.Key()
+		if workflow, ok := k.workflows[uid]; ok && !seen[uid] {
+			seen[uid] = true
+			changed = append(changed, workflow)
+		}
+	}
+	return changed
+}
+
+// settled: the abandon's answer for a node whose pod is gone is frozen, remembered, and
+// gives the decision ([Decide] with [PodGone]).
+func (k *known) settled(frozen *NodeResult) Decision {
+	decision := Decide(PodGone, frozen)
+	k.remember(*frozen)
+	return decision
+}
+
+// forget stops following a workflow and drops what is known of it.
+func (k *known) forget(workflowUID string) {
+	delete(k.workflows, workflowUID)
+	for key := range k.results {
+		if key.workflowUID == workflowUID {
+			delete(k.results, key)
+		}
+	}
+}
+
+// resultsOf are the results known of one workflow, by node ID.
+func (k *known) resultsOf(workflowUID string) []NodeResult {
+	var results []NodeResult
+	for key, result := range k.results {
+		if key.workflowUID == workflowUID {
+			results = append(results, result)
+		}
+	}
+	slices.SortFunc(results, func(a, b NodeResult) int { return strings.Compare(a.NodeID, b.NodeID) })
+	return results
+}
+
+func (k *known) result(workflowUID, nodeID string) (NodeResult, bool) {
+	result, ok := k.results[resultKey{workflowUID, nodeID}]
+	return result, ok
+}

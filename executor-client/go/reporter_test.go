@@ -1,0 +1,278 @@
+package argoresults
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// The Reporter against the real server: what argoexec's four task-result calls become.
+
+func TestReport(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		ctx := testContext(t)
+		st := testWorkflow("report").step(1)
+		r, tokenFile := s.reporter(st, time.Time{})
+
+		if err := r.Start(ctx); err != nil {
+			t.Fatalf("start: %v", err)
+		}
+		if got := s.stored(st); got.State != StateReporting || got.Outputs != nil {
+			t.Errorf("started: %s with outputs %s", got.State, got.Outputs)
+		}
+		if err := r.Progress(ctx, "1/3"); err != nil {
+			t.Fatalf("progress: %v", err)
+		}
+		params := `{"parameters":[{"name":"rows","value":"1042"}]}`
+		if _, err := r.Outputs(ctx, json.RawMessage(params)); err != nil {
+			t.Fatalf("outputs: %v", err)
+		}
+		reporting := s.stored(st)
+		if reporting.State != StateReporting || deref(reporting.Progress) != "1/3" {
+			t.Errorf("before the final report: %s, progress %v", reporting.State, deref(reporting.Progress))
+		}
+		jsonEqual(t, "outputs sent before the final report", reporting.Outputs, params)
+
+		logs := `{"artifacts":[{"name":"main-logs","s3":{"key":"report/report-main-1/main.log"}}]}`
+		final, err := r.Finalize(ctx, FinalReport{Outputs: json.RawMessage(logs), Phase: "Succeeded", ExitCode: ptr(0)})
+		if err != nil {
+			t.Fatalf("finalize: %v", err)
+		}
+		if final.State != StateCompleted || deref(final.Phase) != "Succeeded" || final.CompletedAt == nil {
+			t.Errorf("final: %s, phase %s", final.State, deref(final.Phase))
+		}
+		jsonEqual(t, "the completed outputs", s.stored(st).Outputs,
+			`{"exitCode":"0","parameters":[{"name":"rows","value":"1042"}],`+
+				`"artifacts":[{"name":"main-logs","s3":{"key":"report/report-main-1/main.log"}}]}`)
+		if *final.Sequence <= *reporting.Sequence {
+			t.Errorf("sequence %d after %d: each report takes a larger one", *final.Sequence, *reporting.Sequence)
+		}
+
+		// The token file is read before each attempt: a rotated-out token is refused.
+		if err := r.Progress(ctx, "3/3"); err != nil {
+			t.Errorf("a progress update after the final report is only logged: %v", err)
+		}
+		if got := s.stored(st); got.Revision != final.Revision || deref(got.Progress) != "1/3" {
+			t.Errorf("a refused progress changed the result: revision %d, progress %s", got.Revision, deref(got.Progress))
+		}
+		if err := writeFile(tokenFile, "not-a-token"); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Progress(ctx, "3/3"); CodeOf(err) != CodeUnauthenticated {
+			t.Errorf("with the token file's new content: %v, want unauthenticated", err)
+		}
+	})
+}
+
+func TestReplay(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		ctx := testContext(t)
+		st := testWorkflow("replay").step(1)
+		pod := s.client(s.mint(podClaims(testNamespace, st.podName, st.podUID)))
+		report := ReportRequest{
+			ProtocolVersion: ProtocolVersion, WorkflowUID: st.workflow.UID, PodName: st.podName, PodUID: st.podUID,
+			Sequence: 5, Final: true, Phase: "Succeeded", Outputs: json.RawMessage(`{"result":"x"}`),
+		}
+		first, created, err := pod.Report(ctx, testNamespace, st.workflow.Name, st.nodeID, &report)
+		if err != nil || !created {
+			t.Fatalf("first: created %v, %v", created, err)
+		}
+		again, created, err := pod.Report(ctx, testNamespace, st.workflow.Name, st.nodeID, &report)
+		if err != nil || created || again.Revision != first.Revision {
+			t.Errorf("replay: created %v, revision %d after %d, %v", created, again.Revision, first.Revision, err)
+		}
+
+		// The Reporter's own retry after a lost answer: a new sequence, the same content.
+		other := testWorkflow("replay").step(2)
+		r, _ := s.reporter(other, time.Time{})
+		done, err := r.Finalize(ctx, FinalReport{Phase: "Failed", ExitCode: ptr(3)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replayed, err := r.Finalize(ctx, FinalReport{Phase: "Failed", ExitCode: ptr(3)})
+		if err != nil || replayed.Revision != done.Revision {
+			t.Errorf("finalizing again: %v, revision %d after %d", err, replayed.Revision, done.Revision)
+		}
+
+		// A sequence reused with other content, or a lower one, is stale and changes nothing.
+		third := testWorkflow("replay").step(3)
+		pod = s.client(s.mint(podClaims(testNamespace, third.podName, third.podUID)))
+		progress := ReportRequest{
+			ProtocolVersion: ProtocolVersion, WorkflowUID: third.workflow.UID, PodName: third.podName, PodUID: third.podUID,
+			Sequence: 5, Progress: "1/2",
+		}
+		if _, _, err := pod.Report(ctx, testNamespace, third.workflow.Name, third.nodeID, &progress); err != nil {
+			t.Fatal(err)
+		}
+		for _, stale := range []ReportRequest{{Sequence: 5, Progress: "2/2"}, {Sequence: 4, Progress: "2/2"}} {
+			progress.Sequence, progress.Progress = stale.Sequence, stale.Progress
+			_, _, err := pod.Report(ctx, testNamespace, third.workflow.Name, third.nodeID, &progress)
+			if CodeOf(err) != CodeStaleSequence || ProblemOf(err).Status != http.StatusConflict {
+				t.Errorf("sequence %d: %v, want 409 stale_sequence", stale.Sequence, err)
+			}
+		}
+		if got := s.stored(third); deref(got.Progress) != "1/2" {
+			t.Errorf("a stale report changed the progress to %s", deref(got.Progress))
+		}
+	})
+}
+
+func TestFrozen(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		ctx := testContext(t)
+		st := testWorkflow("frozen").step(1)
+		r, _ := s.reporter(st, time.Time{})
+		done, err := r.Finalize(ctx, FinalReport{Outputs: json.RawMessage(`{"result":"first"}`), Phase: "Succeeded"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Outputs(ctx, json.RawMessage(`{"result":"second"}`))
+		if CodeOf(err) != CodeAlreadyCompleted {
+			t.Fatalf("outputs after completion: %v, want already_completed", err)
+		}
+		current, err := ProblemOf(err).CurrentResult()
+		if err != nil || current.Revision != done.Revision || current.State != StateCompleted {
+			t.Errorf("the refusal's current result: %+v, %v", current, err)
+		}
+		_, err = s.admin().Abandon(ctx, testNamespace, st.workflow.Name, st.nodeID,
+			&AbandonRequest{WorkflowUID: st.workflow.UID, Reason: "pod deleted"})
+		if CodeOf(err) != CodeAlreadyCompleted {
+			t.Errorf("abandon after completion: %v, want already_completed", err)
+		}
+		if got := s.stored(st); got.Revision != done.Revision || got.State != StateCompleted {
+			t.Errorf("a refused write changed the result: %s at %d", got.State, got.Revision)
+		}
+		jsonEqual(t, "frozen outputs", s.stored(st).Outputs, `{"result":"first"}`)
+
+		// An abandoned result is frozen too; the late report does not count as done.
+		lost := testWorkflow("frozen").step(2)
+		abandoned, err := s.admin().Abandon(ctx, testNamespace, lost.workflow.Name, lost.nodeID,
+			&AbandonRequest{WorkflowUID: lost.workflow.UID, Reason: "pod deleted"})
+		if CodeOf(err) != CodeNotFound {
+			t.Fatalf("abandon of a node never registered: %v, %v; want not_found", abandoned, err)
+		}
+		late, _ := s.reporter(lost, time.Time{})
+		if err := late.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.admin().Abandon(ctx, testNamespace, lost.workflow.Name, lost.nodeID,
+			&AbandonRequest{WorkflowUID: lost.workflow.UID, Reason: "pod deleted"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := late.Finalize(ctx, FinalReport{Phase: "Succeeded"}); CodeOf(err) != CodeAlreadyCompleted {
+			t.Errorf("a final report after the abandon: %v, want already_completed", err)
+		}
+		if got := s.stored(lost); got.State != StateAbandoned || deref(got.AbandonReason) != "pod deleted" {
+			t.Errorf("abandoned: %s (%s)", got.State, deref(got.AbandonReason))
+		}
+	})
+}
+
+func TestMerge(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		ctx := testContext(t)
+		// The main container of a resource template reports its parameters; wait then
+		// archives the logs; a key set to null goes.
+		st := testWorkflow("merge").step(1)
+		r, _ := s.reporter(st, time.Time{})
+		exact := "{ \"parameters\" : [{\"name\":\"id\",\"value\":\"<a & b> é \\u0000\"}],\n  \"result\": \"drop me\" }"
+		sent, err := r.Outputs(ctx, json.RawMessage(exact))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(sent.Outputs) != exact || string(s.stored(st).Outputs) != exact {
+			t.Errorf("outputs are not stored byte for byte:\n%s\n%s\nwant\n%s", sent.Outputs, s.stored(st).Outputs, exact)
+		}
+		_, err = r.Finalize(ctx, FinalReport{
+			Outputs: json.RawMessage(`{"result":null,"artifacts":[{"name":"main-logs","s3":{"key":"k"}}]}`),
+			Phase:   "Succeeded", ExitCode: ptr(0),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsonEqual(t, "merged outputs", s.stored(st).Outputs,
+			`{"exitCode":"0","parameters":[{"name":"id","value":"<a & b> é \u0000"}],`+
+				`"artifacts":[{"name":"main-logs","s3":{"key":"k"}}]}`)
+
+		// An array is replaced as a whole.
+		next := testWorkflow("merge").step(2)
+		r, _ = s.reporter(next, time.Time{})
+		for _, outputs := range []string{`{"parameters":[{"name":"a","value":"1"},{"name":"b","value":"2"}]}`,
+			`{"parameters":[{"name":"c","value":"3"}]}`} {
+			if _, err := r.Outputs(ctx, json.RawMessage(outputs)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jsonEqual(t, "a replaced array", s.stored(next).Outputs, `{"parameters":[{"name":"c","value":"3"}]}`)
+	})
+}
+
+func TestDeadline(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		ctx := testContext(t)
+		// Nothing listens: a past deadline gives up after one attempt, a near one soon.
+		nowhere := freeAddress(t)
+		dummyToken := t.TempDir() + "/token"
+		if err := writeFile(dummyToken, "x"); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			deadline    time.Time
+			minAttempts int
+		}{{time.Now().Add(-time.Second), 1}, {time.Now().Add(2 * time.Second), 2}} {
+			r, err := NewReporter(ReporterConfig{
+				URL: "http://" + nowhere, TokenFile: dummyToken, Namespace: testNamespace,
+				Workflow: "wf", WorkflowUID: "u", NodeID: "wf-1", PodName: "wf-main-1", PodUID: "p",
+				Deadline: c.deadline, SequenceFile: t.TempDir() + "/seq",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			err = r.Start(ctx)
+			var gaveUp *GaveUpError
+			if !errors.As(err, &gaveUp) || gaveUp.Attempts < c.minAttempts || time.Since(start) > 5*time.Second {
+				t.Errorf("deadline in %v: %v after %v", time.Until(c.deadline).Round(time.Second), err, time.Since(start))
+			}
+		}
+
+		// The zero time retries until stored: the server starts late, and the token file
+		// appears only then.
+		late := freeAddress(t)
+		st := testWorkflow("deadline").step(1)
+		tokenFile := t.TempDir() + "/token"
+		r, err := NewReporter(ReporterConfig{
+			URL: "http://" + late, TokenFile: tokenFile, Namespace: testNamespace,
+			Workflow: st.workflow.Name, WorkflowUID: st.workflow.UID, NodeID: st.nodeID,
+			PodName: st.podName, PodUID: st.podUID, SequenceFile: t.TempDir() + "/seq",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reported := make(chan error, 1)
+		go func() {
+			_, err := r.Finalize(ctx, FinalReport{Phase: "Succeeded"})
+			reported <- err
+		}()
+		time.Sleep(1500 * time.Millisecond)
+		s := startServerAt(t, b, late)
+		s.writeToken(st, tokenFile)
+		select {
+		case err := <-reported:
+			if err != nil {
+				t.Fatalf("without a deadline: %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("no report stored within 60 s of the server's start")
+		}
+		if got := s.stored(st); got.State != StateCompleted {
+			t.Errorf("stored %s", got.State)
+		}
+	})
+}
