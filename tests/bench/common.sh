@@ -20,3 +20,18 @@ build() {
   cargo build --release --quiet -p argo-results-server -p argo-results-tests \
     --bin argo-results-server --bin loadgen
 }
+build_loadgen() {
+  say "release build of loadgen"
+  cargo build --release --quiet -p argo-results-tests --bin loadgen
+}
+# One RS256 check (a 2048-bit RSA verification) as `openssl speed` measures it, in
+# verifications per second: the verify/s column, wherever this OpenSSL puts it (3.2 added
+# encrypt and decrypt). About 6 s, 12 with OpenSSL 3.2 and later.
+rsa2048_verifies_per_s() {
+  local rate
+  rate=$(openssl speed -seconds 3 rsa2048 2>/dev/null | awk '
+    !column { for (i = 1; i <= NF; i++) if ($i == "verify/s") column = i + 3 }
+    /^rsa 2048 bits/ && column { print $column }')
+  [[ -n $rate ]] || { echo "openssl speed printed no rate" >&2; return 1; }
+  echo "$rate"
+}

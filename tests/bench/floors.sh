@@ -64,11 +64,7 @@ server_pid=
 
 # --- one RS256 check ------------------------------------------------------------------------
 say "openssl speed rsa2048 (a few seconds)"
-# The verify/s column, wherever this OpenSSL puts it (3.2 added encrypt and decrypt).
-rsa_verifies=$(openssl speed -seconds 3 rsa2048 2>/dev/null | awk '
-  !column { for (i = 1; i <= NF; i++) if ($i == "verify/s") column = i + 3 }
-  /^rsa 2048 bits/ && column { print $column }')
-[[ -n $rsa_verifies ]] || { echo "openssl speed printed no rate" >&2; exit 1; }
+rsa_verifies=$(rsa2048_verifies_per_s)
 
 # --- Postgres doing the writer's work -------------------------------------------------------
 payload=$(target/release/loadgen outputs | sed "s/'/''/g")

@@ -1,25 +1,60 @@
 #!/usr/bin/env bash
-# The ingest benchmark: argo-results against its two baselines, in one run on one machine.
+# The ingest benchmark: argo-results against its two baselines, and the server's CPU
+# against its floor, in one run on one machine.
 #
 #   bash tests/bench/run.sh
+#   ARGO_RESULTS_BENCH_SERVER=/path/to/argo-results-server bash tests/bench/run.sh
+#
+# ARGO_RESULTS_BENCH_SERVER measures that server binary instead of this tree's release
+# build (only loadgen is built then): build an older commit in a scratch clone and pass its
+# binary to measure "before" with the same script and the same load generator. It must take
+# the flags used below (--database-url, --listen, --jwks-file, --issuer, --reader,
+# --require-expectation, --log-format), and its schema must be the one of
+# migrations/postgres/ here.
 #
 # 1. argo-results-server (release, --jwks-file) on a fresh database, loaded by loadgen:
 #    closed loop, distinct nodes, one final report each with its pod's own token (minted
-#    before the clock starts, as the kubelet does); RSS sampled.
-# 2. pgbench: the same single-row upsert of the same ~1 KB outputs into the same results
+#    before the clock starts, as the kubelet does); RSS sampled. No controller registers
+#    the nodes first, so the server runs with --require-expectation=false (the first pod to
+#    report binds its node, as before that rule existed); with --jwks-file it would
+#    answer every report 409 not_expected. The server's CPU time
+#    (utime + stime of /proc/PID/stat, read by loadgen when the measured seconds start
+#    and end) divided by the reports answered 2xx in them: server_cpu_us_per_report.
+#    Then three reports per pod for 10 s (the token cache at work).
+# 2. The floor, on the same server: loadgen GETs /healthz at the same concurrency, and the
+#    server's CPU per request, plus one RS256 check as `openssl speed rsa2048` measures it
+#    (as floors.sh does), is floor_cpu_us_per_request; server_cpu_vs_floor is the ratio.
+# 3. Listing: one workflow of 1,000 nodes that step 1's reports wrote (loadgen puts 1,000
+#    nodes in each workflow; the first one the database holds complete is taken), listed
+#    in one page (limit=1000) through the API by loadgen at the same concurrency, then the
+#    same rows selected by pgbench (a prepared `SELECT * ... ORDER BY node_id LIMIT 1000`)
+#    with the server stopped, READ_DURATION each: list_ratio_vs_raw_select is the select
+#    rate over the API's (lower is better).
+# 4. pgbench: the same single-row upsert of the same ~1 KB outputs into the same results
 #    table, one transaction each, at the same concurrency (what one transaction per
 #    request can do at best).
-# 3. etcd: `etcdctl check perf --load=xl` against a private etcd on loopback (the upper
+# 5. etcd: `etcdctl check perf --load=xl` against a private etcd on loopback (the upper
 #    bound of the WorkflowTaskResult path, which adds the API server on top).
 # Each starts after a CHECKPOINT, so that none pays for the writes of the one before.
 #
-# Needs Postgres on 127.0.0.1:5432 (user postgres, trust), pgbench and psql; installs
-# Debian's etcd-server and etcd-client when missing. Prints a table, then as its last
-# line one JSON object. Knobs: CONCURRENCY (64), DURATION (20 s), PGPORT, PGUSER.
+# Needs Postgres on 127.0.0.1:5432 (user postgres, trust), pgbench, psql and openssl;
+# installs Debian's etcd-server and etcd-client when missing. Prints a table with the
+# targets of issue 17 beside the figures (a benchmark's targets: nothing fails on them),
+# then as its last line one JSON object. Knobs: CONCURRENCY (64), DURATION (20 s),
+# READ_DURATION (10 s), PGPORT, PGUSER, ARGO_RESULTS_BENCH_SERVER.
 set -euo pipefail
+# Before common.sh moves to the repository's root: a relative path is the caller's.
+server_bin=
+if [[ -n ${ARGO_RESULTS_BENCH_SERVER:-} ]]; then
+  server_bin=$(realpath -e "$ARGO_RESULTS_BENCH_SERVER")
+  [[ -x $server_bin ]] || { echo "$server_bin is not executable" >&2; exit 1; }
+fi
 source "$(dirname "$0")/common.sh"
 
 duration=${DURATION:-20}
+read_duration=${READ_DURATION:-10}
+reader=system:serviceaccount:argo:argo-server
+clock_ticks=$(getconf CLK_TCK)
 service_db=argo_results_bench
 pgbench_db=argo_results_pgbench
 etcd_client=127.0.0.1:23790
@@ -38,8 +73,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-build
-server_bin=target/release/argo-results-server
+if [[ -n $server_bin ]]; then
+  build_loadgen
+else
+  build
+  server_bin=target/release/argo-results-server
+fi
+say "server: $server_bin ($(stat -c %y "$server_bin" | cut -d. -f1))"
 loadgen_bin=target/release/loadgen
 "$loadgen_bin" keygen "$work/keys"
 
@@ -48,7 +88,8 @@ say "argo-results-server on a fresh database; loadgen: $concurrency in flight, $
 fresh_db "$service_db"
 quiesce
 "$server_bin" --database-url "postgres://$pguser@$pghost:$pgport/$service_db" \
-  --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local --log-format json \
+  --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local \
+  --reader "$reader" --require-expectation=false --log-format json \
   >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 pids+=("$server_pid")
@@ -64,21 +105,63 @@ grep -q listening "$work/server.out" || { cat "$work/server.log" >&2; exit 1; }
     sleep 0.2
   done
 ) &
-pids+=($!)
+rss_sampler=$!
+pids+=("$rss_sampler")
 
+# The workflows are ingest-00000, ingest-00001, ...: 1,000 nodes each.
 service=$("$loadgen_bin" run --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" \
-  --concurrency "$concurrency" --duration "$duration" --warmup 3)
+  --concurrency "$concurrency" --duration "$duration" --warmup 3 --run-id ingest \
+  --server-pid "$server_pid")
 # The same with three reports per pod (started, progress, final), as Argo's wait
 # container sends them: two of three requests find their token already verified.
 say "loadgen again, three reports per pod: the token cache at work (10 s)"
 per_pod=$("$loadgen_bin" run --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" \
   --concurrency "$concurrency" --duration 10 --warmup 2 --reports-per-node 3 --run-id per-pod)
+# The peak is the reports': the lists below hold up to 64 pages of 1,000 results at once.
+kill "$rss_sampler" 2>/dev/null || true
 rss_kib=$(cat "$work/rss_kib" 2>/dev/null || echo 0)
 stored=$(sql -tA -d "$service_db" \
   -c "SELECT COUNT(*) FROM results")
+
+# --- the floor: /healthz on the same server -----------------------------------------------
+quiesce
+say "the floor: loadgen GETs /healthz, $concurrency in flight, ${read_duration}s"
+healthz=$("$loadgen_bin" get --url "http://127.0.0.1:$port" --path /healthz \
+  --concurrency "$concurrency" --duration "$read_duration" --server-pid "$server_pid")
+
+# --- listing a 1,000-node workflow: the API, then the same rows selected raw ---------------
+# Its rows are those step 1's reports wrote: the first workflow stored whole.
+read -r list_workflow list_uid < <(sql -tA -F ' ' -d "$service_db" -c "
+  SELECT workflow, workflow_uid FROM results WHERE namespace = 'argo' AND workflow LIKE 'ingest-%'
+  GROUP BY workflow, workflow_uid HAVING COUNT(*) = 1000 ORDER BY workflow LIMIT 1") || true
+[[ -n ${list_uid:-} ]] || { echo "no workflow of 1,000 nodes was written" >&2; exit 1; }
+list_path="/api/v1/namespaces/argo/workflows/$list_workflow/results?workflowUid=$list_uid&limit=1000"
+listed=$("$loadgen_bin" list --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" \
+  --subject "$reader" --workflow "$list_workflow" --requests 1)
+[[ $(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["items"])' "$listed") == 1000 ]] \
+  || { echo "listing $list_workflow: $listed" >&2; exit 1; }
+quiesce
+say "listing $list_workflow (1,000 nodes, one page) through the API, $concurrency in flight, ${read_duration}s"
+list=$("$loadgen_bin" get --url "http://127.0.0.1:$port" --path "$list_path" \
+  --key "$work/keys/signing-key.pem" --subject "$reader" \
+  --concurrency "$concurrency" --duration "$read_duration" --server-pid "$server_pid")
 kill "$server_pid" 2>/dev/null || true
 wait "$server_pid" 2>/dev/null || true
+
+quiesce
+say "the same rows selected by pgbench, $concurrency clients, ${read_duration}s"
+cat >"$work/select.sql" <<SQL
+SELECT * FROM results WHERE namespace = 'argo' AND workflow_uid = '$list_uid'
+  ORDER BY node_id LIMIT 1000;
+SQL
+select_out=$(pgbench -n -M prepared -h "$pghost" -p "$pgport" -U "$pguser" -c "$concurrency" -j 2 \
+  -T "$read_duration" -f "$work/select.sql" "$service_db" 2>&1)
+select_tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$select_out" | head -n 1)
+[[ -n $select_tps ]] || { echo "$select_out" >&2; echo "pgbench printed no tps" >&2; exit 1; }
 sql -d postgres -c "DROP DATABASE $service_db" >/dev/null
+
+say "one RS256 check: openssl speed rsa2048 (a few seconds)"
+rsa_verifies=$(rsa2048_verifies_per_s)
 
 # --- baseline 1: pgbench ------------------------------------------------------------------
 say "pgbench: single-row upsert of the same payload, $concurrency clients, ${duration}s"
@@ -129,29 +212,60 @@ fi
 [[ -n $etcd_wps ]] || { echo "$etcd_out" >&2; echo "etcdctl printed no throughput" >&2; exit 1; }
 kill "${pids[-1]}" 2>/dev/null || true
 
-python3 - "$service" "$per_pod" "$pgbench_tps" "$etcd_wps" "$rss_kib" "$stored" "$concurrency" "$duration" <<'PY'
+python3 - "$service" "$per_pod" "$pgbench_tps" "$etcd_wps" "$rss_kib" "$stored" "$concurrency" "$duration" \
+  "$healthz" "$list" "$select_tps" "$rsa_verifies" "$clock_ticks" "$read_duration" "$list_workflow" <<'PY'
 import json, sys
 service, per_pod = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 pgbench_tps, etcd_wps = float(sys.argv[3]), float(sys.argv[4])
 rss_mib = int(sys.argv[5]) / 1024
 stored, concurrency, duration = int(sys.argv[6]), sys.argv[7], sys.argv[8]
+healthz, listing = json.loads(sys.argv[9]), json.loads(sys.argv[10])
+select_tps, rsa_verifies, clock_ticks = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13])
+read_duration, list_workflow = sys.argv[14], sys.argv[15]
 rps = service["rps"]
+
+def answered(summary):
+    """Requests answered 2xx in the measured seconds."""
+    return summary["requests"] - summary["errors"]
+
+def cpu_us_per_request(summary):
+    """The server's CPU time in the measured seconds per request answered 2xx, in µs."""
+    return summary["server_cpu_ticks"] * 1e6 / clock_ticks / max(answered(summary), 1)
+
+cpu_report = cpu_us_per_request(service)
+cpu_healthz = cpu_us_per_request(healthz)
+rs256_us = 1e6 / rsa_verifies
+floor = cpu_healthz + rs256_us
+list_rps = listing["rps"]
+cpu_list_ms = cpu_us_per_request(listing) / 1000
+errors_all = sum(s["errors"] for s in (service, per_pod, healthz, listing))
+
 rows = [
     ("argo-results (loadgen, final reports)", f"{rps:,.0f} req/s",
      f"p50 {service['p50_ms']:.2f} ms, p99 {service['p99_ms']:.2f} ms, max {service['max_ms']:.1f} ms"),
+    ("  server CPU per report", f"{cpu_report:.1f} µs",
+     f"{service['server_cpu_ticks']} ticks of 1/{clock_ticks} s over {duration} s, {answered(service):,} answered 2xx"),
     ("  three reports per pod (10 s)", f"{per_pod['rps']:,.0f} req/s",
      f"p50 {per_pod['p50_ms']:.2f} ms, p99 {per_pod['p99_ms']:.2f} ms, errors {per_pod['errors']}"),
+    ("/healthz, the same loadgen", f"{healthz['rps']:,.0f} req/s",
+     f"server CPU {cpu_healthz:.1f} µs per request, {read_duration} s, errors {healthz['errors']}"),
+    ("one RS256 check (openssl speed)", f"{rs256_us:.1f} µs", f"{rsa_verifies:,.0f} verifications/s"),
+    ("  floor: /healthz's CPU + RS256", f"{floor:.1f} µs", "per request"),
+    ("list 1,000 nodes through the API", f"{list_rps:,.1f} lists/s",
+     f"{list_workflow}, p50 {listing['p50_ms']:.1f} ms, p99 {listing['p99_ms']:.1f} ms, "
+     f"{listing.get('body_bytes', 0) / 1e6:.2f} MB, server CPU {cpu_list_ms:.2f} ms each, errors {listing['errors']}"),
+    ("  the same rows, pgbench SELECT", f"{select_tps:,.1f} tps", f"{concurrency} clients, prepared, {read_duration} s"),
     ("pgbench single-row upsert", f"{pgbench_tps:,.0f} tps", f"{concurrency} clients"),
     ("etcd check perf --load=xl", f"{etcd_wps:,.0f} writes/s", "private etcd on loopback"),
-    ("server peak RSS", f"{rss_mib:.1f} MiB", ""),
-    ("errors", str(service["errors"]), f"statuses {service['statuses']}, {stored} results stored"),
+    ("server peak RSS", f"{rss_mib:.1f} MiB", "during the reports"),
+    ("errors", str(service["errors"]),
+     f"statuses {service['statuses']}, {stored} results stored; all phases {errors_all}"),
 ]
-print(f"\n{'':40} {'measured':>18}   notes ({duration} s each)")
+print(f"\n{'':40} {'measured':>18}   notes ({duration} s each unless said)")
 for name, value, note in rows:
     print(f"{name:40} {value:>18}   {note}")
-print(f"{'ratio vs pgbench':40} {rps / pgbench_tps:>18.2f}")
-print(f"{'ratio vs etcd':40} {rps / etcd_wps:>18.2f}\n")
-print(json.dumps({
+
+summary = {
     "service_rps": round(rps, 1),
     "service_p50_ms": service["p50_ms"],
     "service_p99_ms": service["p99_ms"],
@@ -162,5 +276,30 @@ print(json.dumps({
     "server_rss_mib": round(rss_mib, 1),
     "errors": service["errors"],
     "service_rps_3_reports_per_pod": round(per_pod["rps"], 1),
-}))
+    "server_cpu_us_per_report": round(cpu_report, 1),
+    "healthz_cpu_us_per_request": round(cpu_healthz, 1),
+    "rs256_verify_us": round(rs256_us, 1),
+    "floor_cpu_us_per_request": round(floor, 1),
+    "server_cpu_vs_floor": round(cpu_report / floor, 2),
+    "list_rps": round(list_rps, 1),
+    "raw_select_tps": round(select_tps, 1),
+    "list_ratio_vs_raw_select": round(select_tps / list_rps, 2) if list_rps else None,
+    "errors_all_phases": errors_all,
+}
+# Issue 17's targets: for the benchmark only, never a test.
+targets = [
+    ("server_cpu_vs_floor", "<=", 1.5),
+    ("ratio_vs_etcd", ">=", 1.25),
+    ("list_ratio_vs_raw_select", "<=", 2.0),
+    ("service_p99_ms", "<=", 25),
+    ("server_rss_mib", "<=", 64),
+    ("errors", "==", 0),
+]
+print(f"\n{'':40} {'measured':>18}   target")
+for key, op, target in targets:
+    value = summary[key]
+    met = value is not None and {"<=": value <= target, ">=": value >= target, "==": value == target}[op]
+    print(f"{key:40} {value!s:>18}   {op} {target:<6} {'met' if met else 'missed'}")
+print(f"{'ratio_vs_pgbench':40} {summary['ratio_vs_pgbench']!s:>18}   (reported)\n")
+print(json.dumps(summary))
 PY

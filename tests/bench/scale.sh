@@ -13,8 +13,10 @@
 # 5. Feed catch-up: the N pre-filled changes read from the start in pages of 1,000, as a
 #    restarted controller would: changes per second.
 #
-# Needs what tests/bench/run.sh needs (Postgres on 127.0.0.1:5432, psql). Prints a table,
-# then one JSON line. Knobs: CONCURRENCY (64), DURATION (15 s), PGPORT, PGUSER.
+# loadgen registers no nodes first, so the server runs with --require-expectation=false, as
+# run.sh does. Needs what tests/bench/run.sh needs (Postgres on 127.0.0.1:5432, psql).
+# Prints a table, then one JSON line. Knobs: CONCURRENCY (64), DURATION (15 s), PGPORT,
+# PGUSER.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -39,7 +41,7 @@ trap cleanup EXIT
 start_server() {
   target/release/argo-results-server --database-url "postgres://$pguser@$pghost:$pgport/$db" \
     --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local --reader "$reader" \
-    >"$work/server.out" 2>>"$work/server.log" &
+    --require-expectation=false >"$work/server.out" 2>>"$work/server.log" &
   server_pid=$!
   for _ in $(seq 1 100); do grep -q listening "$work/server.out" 2>/dev/null && return; sleep 0.1; done
   cat "$work/server.log" >&2

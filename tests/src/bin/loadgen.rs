@@ -4,7 +4,9 @@
 //! reports, the last one final with about 1 KB of Argo-shaped outputs. A closed loop keeps
 //! `--concurrency` requests in flight for `--duration`; `--rate` sends on a fixed schedule
 //! instead and measures each request from the time it was due (no coordinated omission).
-//! Latencies go to an HDR histogram; the summary is one JSON object on stdout.
+//! Latencies go to an HDR histogram; the summary is one JSON object on stdout. `get` loads
+//! one GET path (`/healthz`, a list) the same way. With `--server-pid`, both also read the
+//! server's CPU time at the start and the end of the measured seconds.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -51,6 +53,9 @@ enum Command {
     Outputs,
     /// Sends reports and prints a JSON summary.
     Run(Run),
+    /// Sends GET requests for one path in a closed loop, as `run` sends reports (one
+    /// keep-alive connection per request in flight); prints the same summary.
+    Get(Get),
     /// Lists one workflow's results (one page of up to 1,000) again and again, as a
     /// reader; prints the latency summary.
     List {
@@ -192,6 +197,41 @@ struct Run {
     /// clock].
     #[arg(long)]
     run_id: Option<String>,
+    /// Read this process's CPU time (utime + stime, /proc/PID/stat) when the measured
+    /// seconds start and when they end; the summary's `server_cpu_ticks` is the difference,
+    /// in clock ticks (`getconf CLK_TCK`).
+    #[arg(long)]
+    server_pid: Option<u32>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+struct Get {
+    /// The server over plain HTTP, e.g. http://127.0.0.1:8080.
+    #[arg(long)]
+    url: String,
+    /// Path and query, e.g. /healthz or
+    /// /api/v1/namespaces/argo/workflows/W/results?limit=1000.
+    #[arg(long)]
+    path: String,
+    /// Sign one reader token with this RSA key (written by `keygen`) and send it with
+    /// every request; without it, no token.
+    #[arg(long)]
+    key: Option<PathBuf>,
+    /// Who the reader's token names (the server must grant it --reader).
+    #[arg(long, default_value = "system:serviceaccount:argo:argo-server")]
+    subject: String,
+    /// Requests in flight at once (closed loop).
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Measured time, in seconds.
+    #[arg(long, default_value_t = 10)]
+    duration: u64,
+    /// Unmeasured time first, in seconds: connections open, caches fill.
+    #[arg(long, default_value_t = 2)]
+    warmup: u64,
+    /// As for `run`: the server's CPU time over the measured seconds.
+    #[arg(long)]
+    server_pid: Option<u32>,
 }
 
 fn main() -> Result<(), Error> {
@@ -202,6 +242,7 @@ fn main() -> Result<(), Error> {
             Ok(())
         }
         Command::Run(run) => print(load(run)),
+        Command::Get(get) => print(load_get(get)),
         Command::List {
             reader,
             workflow,
@@ -375,45 +416,113 @@ impl Generator {
         })
     }
 
-    /// Sends one request on `connection` (opened or reopened as needed); the status, or 0
-    /// when none came: the request could not be sent, or no answer within 30 s.
+    /// Sends report `n` of `pod` on `connection`; the status, as [`exchange`] gives it.
     async fn send(&self, connection: &mut Option<Connection>, pod: &Pod, n: u64) -> u16 {
-        let exchange = async {
-            let request = Request::put(&pod.path)
+        let request = self.report(pod, n).map_err(Error::from).and_then(|body| {
+            Ok(Request::put(&pod.path)
                 .header(HOST, &self.authority)
                 .header(AUTHORIZATION, &pod.authorization)
                 .header(CONTENT_TYPE, "application/json")
-                .body(Full::new(Bytes::from(self.report(pod, n)?)))?;
-            // A kept connection the server has closed fails `ready` before anything is sent:
-            // the request goes on a new one.
-            let mut kept = connection.take();
-            if let Some(sender) = &mut kept
-                && sender.ready().await.is_err()
-            {
-                kept = None;
+                .body(Full::new(Bytes::from(body)))?)
+        });
+        exchange(connection, &self.authority, request).await.0
+    }
+}
+
+/// Sends one request on `connection` (opened or reopened as needed) and reads the whole
+/// answer: its status and its body's length, or status 0 when none came: the request
+/// could not be built or sent, or no answer within 30 s.
+async fn exchange(
+    connection: &mut Option<Connection>,
+    authority: &HeaderValue,
+    request: Result<Request<Full<Bytes>>, Error>,
+) -> (u16, u64) {
+    let exchange = async {
+        let request = request?;
+        // A kept connection the server has closed fails `ready` before anything is sent:
+        // the request goes on a new one.
+        let mut kept = connection.take();
+        if let Some(sender) = &mut kept
+            && sender.ready().await.is_err()
+        {
+            kept = None;
+        }
+        let sender = match kept {
+            Some(sender) => connection.insert(sender),
+            None => {
+                let mut fresh = connect(authority.to_str()?).await?;
+                fresh.ready().await?;
+                connection.insert(fresh)
             }
-            let sender = match kept {
-                Some(sender) => connection.insert(sender),
-                None => {
-                    let mut fresh = connect(self.authority.to_str()?).await?;
-                    fresh.ready().await?;
-                    connection.insert(fresh)
-                }
-            };
-            let response = sender.send_request(request).await?;
-            let status = response.status().as_u16();
-            // Read the whole body, so that the connection can carry the next request.
-            response.into_body().collect().await?;
-            Ok::<_, Error>(status)
         };
-        match tokio::time::timeout(Duration::from_secs(30), exchange).await {
-            Ok(Ok(status)) => status,
-            _ => {
-                *connection = None;
-                0
+        let response = sender.send_request(request).await?;
+        let status = response.status().as_u16();
+        // Read the whole body, so that the connection can carry the next request; count
+        // it without gathering it in one buffer.
+        let mut body = response.into_body();
+        let mut length = 0;
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame?.into_data() {
+                length += data.len() as u64;
             }
         }
+        Ok::<_, Error>((status, length))
+    };
+    match tokio::time::timeout(Duration::from_secs(30), exchange).await {
+        Ok(Ok(answer)) => answer,
+        _ => {
+            *connection = None;
+            (0, 0)
+        }
     }
+}
+
+/// host:port of an http://host:port URL, for the Host header and to connect to.
+fn authority(url: &str) -> Result<HeaderValue, Error> {
+    let parsed: Uri = url.parse()?;
+    match (parsed.scheme_str(), parsed.authority(), parsed.path()) {
+        (Some("http"), Some(authority), "/")
+            if authority.port_u16().is_some() && !authority.as_str().contains('@') =>
+        {
+            Ok(HeaderValue::from_str(authority.as_str())?)
+        }
+        _ => Err(format!("--url {url} is not http://host:port").into()),
+    }
+}
+
+/// utime + stime of process `pid`, in clock ticks, from /proc/PID/stat.
+fn cpu_ticks(pid: u32) -> Result<u64, Error> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command's name, in parentheses, may hold spaces and parentheses: count the
+    // fields after its end, where field 3 (the state) comes first; utime and stime are
+    // fields 14 and 15.
+    let (_, after_name) = stat
+        .rsplit_once(')')
+        .ok_or_else(|| format!("/proc/{pid}/stat: no command name"))?;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let field = |number: usize| -> Result<u64, Error> {
+        let text = fields
+            .get(number - 3)
+            .ok_or_else(|| format!("/proc/{pid}/stat: no field {number}"))?;
+        Ok(text.parse()?)
+    };
+    Ok(field(14)? + field(15)?)
+}
+
+/// The CPU time process `pid` spends from `from` to `to`, in clock ticks: a task that reads
+/// it at both ends (nothing without a pid).
+fn cpu_window(
+    pid: Option<u32>,
+    from: Instant,
+    to: Instant,
+) -> tokio::task::JoinHandle<Result<Option<u64>, Error>> {
+    tokio::spawn(async move {
+        let Some(pid) = pid else { return Ok(None) };
+        tokio::time::sleep_until(from).await;
+        let start = cpu_ticks(pid)?;
+        tokio::time::sleep_until(to).await;
+        Ok(Some(cpu_ticks(pid)?.saturating_sub(start)))
+    })
 }
 
 /// Outputs as argoexec sends them: parameters, artifacts, an exit code; about 1 KB.
@@ -445,7 +554,8 @@ struct Summary {
     mode: &'static str,
     concurrency: usize,
     rate: Option<u64>,
-    reports_per_node: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reports_per_node: Option<u64>,
     duration_s: f64,
     requests: u64,
     errors: u64,
@@ -455,14 +565,92 @@ struct Summary {
     p99_ms: f64,
     p999_ms: f64,
     max_ms: f64,
-    outputs_bytes: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outputs_bytes: Option<usize>,
+    /// The mean length of the answers' bodies (`get`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body_bytes: Option<u64>,
     statuses: BTreeMap<u16, u64>,
+    /// The server's CPU time over the measured seconds, in clock ticks (`--server-pid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_cpu_ticks: Option<u64>,
 }
 
-#[derive(Default)]
+impl Summary {
+    /// The figures common to `run` and `get`: the workers' tallies put together.
+    async fn gather(
+        mode: &'static str,
+        concurrency: usize,
+        duration: u64,
+        workers: Vec<tokio::task::JoinHandle<Tally>>,
+    ) -> Result<Summary, Error> {
+        let mut latencies = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+        let mut statuses = BTreeMap::new();
+        let mut bytes = 0;
+        for worker in workers {
+            let tally = worker.await?;
+            if let Some(histogram) = tally.latencies {
+                latencies.add(histogram)?;
+            }
+            for (status, count) in tally.statuses {
+                *statuses.entry(status).or_default() += count;
+            }
+            bytes += tally.bytes;
+        }
+        let requests: u64 = statuses.values().sum();
+        let errors: u64 = statuses
+            .iter()
+            .filter(|(status, _)| !(200..300).contains(*status))
+            .map(|(_, count)| count)
+            .sum();
+        let ms = |quantile: f64| latencies.value_at_quantile(quantile) as f64 / 1000.0;
+        Ok(Summary {
+            mode,
+            concurrency,
+            rate: None,
+            reports_per_node: None,
+            duration_s: duration as f64,
+            requests,
+            errors,
+            rps: requests as f64 / duration as f64,
+            p50_ms: ms(0.5),
+            p90_ms: ms(0.9),
+            p99_ms: ms(0.99),
+            p999_ms: ms(0.999),
+            max_ms: latencies.max() as f64 / 1000.0,
+            outputs_bytes: None,
+            body_bytes: bytes.checked_div(requests),
+            statuses,
+            server_cpu_ticks: None,
+        })
+    }
+}
+
+/// What one worker measured.
 struct Tally {
     latencies: Option<Histogram<u64>>,
     statuses: BTreeMap<u16, u64>,
+    /// Bytes of the answers' bodies.
+    bytes: u64,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            latencies: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
+            statuses: BTreeMap::new(),
+            bytes: 0,
+        }
+    }
+
+    /// A request due at `due` answered `status`.
+    fn record(&mut self, due: Instant, status: u16) {
+        let micros = due.elapsed().as_micros();
+        if let Some(histogram) = &mut self.latencies {
+            histogram.saturating_record(u64::try_from(micros).unwrap_or(u64::MAX));
+        }
+        *self.statuses.entry(status).or_default() += 1;
+    }
 }
 
 /// Mints the tokens of the first pods on every core, before the clock starts.
@@ -509,15 +697,7 @@ async fn load(run: Run) -> Result<Summary, Error> {
             .unwrap_or_default();
         format!("bench-{millis}")
     });
-    let url: Uri = run.url.parse()?;
-    let authority = match (url.scheme_str(), url.authority(), url.path()) {
-        (Some("http"), Some(authority), "/")
-            if authority.port_u16().is_some() && !authority.as_str().contains('@') =>
-        {
-            HeaderValue::from_str(authority.as_str())?
-        }
-        _ => return Err(format!("--url {} is not http://host:port", run.url).into()),
-    };
+    let authority = authority(&run.url)?;
     let mut generator = Generator {
         minted: Vec::new(),
         outputs: argo_outputs(),
@@ -532,6 +712,7 @@ async fn load(run: Run) -> Result<Summary, Error> {
     let start = Instant::now();
     let measure_from = start + Duration::from_secs(run.warmup);
     let end = measure_from + Duration::from_secs(run.duration);
+    let cpu = cpu_window(run.server_pid, measure_from, end);
     // One schedule slot per request: a pod's reports are consecutive slots.
     let interval = run
         .rate
@@ -541,10 +722,7 @@ async fn load(run: Run) -> Result<Summary, Error> {
         .map(|_| {
             let (generator, next) = (Arc::clone(&generator), Arc::clone(&next));
             tokio::spawn(async move {
-                let mut tally = Tally {
-                    latencies: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
-                    ..Tally::default()
-                };
+                let mut tally = Tally::new();
                 let per_pod = generator.run.reports_per_node;
                 let mut connection = None;
                 loop {
@@ -582,12 +760,7 @@ async fn load(run: Run) -> Result<Summary, Error> {
                         }
                         let status = generator.send(&mut connection, pod, n).await;
                         if due >= measure_from {
-                            let micros = due.elapsed().as_micros();
-                            if let Some(histogram) = &mut tally.latencies {
-                                histogram
-                                    .saturating_record(u64::try_from(micros).unwrap_or(u64::MAX));
-                            }
-                            *tally.statuses.entry(status).or_default() += 1;
+                            tally.record(due, status);
                         }
                     }
                 }
@@ -595,43 +768,69 @@ async fn load(run: Run) -> Result<Summary, Error> {
         })
         .collect();
 
-    let mut latencies = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let mut statuses = BTreeMap::new();
-    for worker in workers {
-        let tally = worker.await?;
-        if let Some(histogram) = tally.latencies {
-            latencies.add(histogram)?;
-        }
-        for (status, count) in tally.statuses {
-            *statuses.entry(status).or_default() += count;
-        }
-    }
-    let requests: u64 = statuses.values().sum();
-    let errors: u64 = statuses
-        .iter()
-        .filter(|(status, _)| !(200..300).contains(*status))
-        .map(|(_, count)| count)
-        .sum();
-    let ms = |quantile: f64| latencies.value_at_quantile(quantile) as f64 / 1000.0;
+    let mode = if run.rate.is_some() {
+        "fixed_rate"
+    } else {
+        "closed_loop"
+    };
+    let summary = Summary::gather(mode, run.concurrency, run.duration, workers).await?;
     Ok(Summary {
-        mode: if run.rate.is_some() {
-            "fixed_rate"
-        } else {
-            "closed_loop"
-        },
-        concurrency: run.concurrency,
         rate: run.rate,
-        reports_per_node: run.reports_per_node,
-        duration_s: run.duration as f64,
-        requests,
-        errors,
-        rps: requests as f64 / run.duration as f64,
-        p50_ms: ms(0.5),
-        p90_ms: ms(0.9),
-        p99_ms: ms(0.99),
-        p999_ms: ms(0.999),
-        max_ms: latencies.max() as f64 / 1000.0,
-        outputs_bytes: generator.outputs.len(),
-        statuses,
+        reports_per_node: Some(run.reports_per_node),
+        outputs_bytes: Some(generator.outputs.len()),
+        // The stored results the server answers with: not what is measured.
+        body_bytes: None,
+        server_cpu_ticks: cpu.await??,
+        ..summary
+    })
+}
+
+/// `get`: `--concurrency` workers, each on its own keep-alive connection, send GET
+/// `--path` one after the other until the time is up.
+async fn load_get(get: Get) -> Result<Summary, Error> {
+    let authority = authority(&get.url)?;
+    let authorization = match &get.key {
+        Some(key) => {
+            let claims =
+                TokenClaims::user(ISSUER, AUDIENCE, &get.subject, Duration::from_secs(600));
+            let token = Signer::read(key)?.sign(&claims)?;
+            Some(HeaderValue::try_from(format!("Bearer {token}"))?)
+        }
+        None => None,
+    };
+    let start = Instant::now();
+    let measure_from = start + Duration::from_secs(get.warmup);
+    let end = measure_from + Duration::from_secs(get.duration);
+    let cpu = cpu_window(get.server_pid, measure_from, end);
+    let workers: Vec<_> = (0..get.concurrency)
+        .map(|_| {
+            let (path, authority, authorization) =
+                (get.path.clone(), authority.clone(), authorization.clone());
+            tokio::spawn(async move {
+                let mut tally = Tally::new();
+                let mut connection = None;
+                loop {
+                    let due = Instant::now();
+                    if due >= end {
+                        return tally;
+                    }
+                    let mut request = Request::get(path.as_str()).header(HOST, &authority);
+                    if let Some(authorization) = &authorization {
+                        request = request.header(AUTHORIZATION, authorization);
+                    }
+                    let request = request.body(Full::default()).map_err(Error::from);
+                    let (status, bytes) = exchange(&mut connection, &authority, request).await;
+                    if due >= measure_from {
+                        tally.record(due, status);
+                        tally.bytes += bytes;
+                    }
+                }
+            })
+        })
+        .collect();
+    let summary = Summary::gather("get", get.concurrency, get.duration, workers).await?;
+    Ok(Summary {
+        server_cpu_ticks: cpu.await??,
+        ..summary
     })
 }
