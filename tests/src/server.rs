@@ -11,6 +11,7 @@ use sqlx::AnyPool;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use crate::eventually;
 use crate::fake_kube::FakeKube;
 use crate::tokens::{self, CONTROLLER, ISSUER, READER};
 
@@ -447,6 +448,15 @@ impl Drop for TestServer {
     }
 }
 
+/// What a wait on the server expected, and the server's log when it did not happen.
+struct WithLog<'a>(&'a str, &'a TestServer);
+
+impl std::fmt::Display for WithLog<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; the server's log:\n{}", self.0, self.1.log())
+    }
+}
+
 /// A raw answer: status, headers and body as JSON (or `null` when not JSON).
 #[derive(Debug)]
 pub struct Raw {
@@ -491,23 +501,27 @@ impl TestServer {
         Raw::read(request.body(body).send().await.expect("send")).await
     }
 
-    /// Waits until `/readyz` answers 200 (keys loaded), bounded so a hang fails the test.
+    /// Waits until `/readyz` answers 200 (keys loaded).
     pub async fn wait_ready(&self) {
-        for _ in 0..300 {
-            if self.get("/readyz", None).await.status == 200 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("the server never became ready; its log:\n{}", self.log());
+        let what = WithLog("the server becomes ready", self);
+        eventually(what, Duration::from_secs(30), async || {
+            (self.get("/readyz", None).await.status == 200).then_some(())
+        })
+        .await;
     }
 
     /// Waits until `n` feed requests are waiting inside the server (its `feed_watchers`).
     pub async fn wait_for_watchers(&self, n: u32) {
         let line = format!("argo_results_feed_watchers {n}\n");
-        while !self.get("/metrics", None).await.text.contains(&line) {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let what = WithLog(&format!("{n} feed requests wait in the server"), self);
+        eventually(what, Duration::from_secs(30), async || {
+            self.get("/metrics", None)
+                .await
+                .text
+                .contains(&line)
+                .then_some(())
+        })
+        .await;
     }
 
     /// `PUT path` of the JSON `body` with `token`.

@@ -3,11 +3,13 @@
 //! invent a workflow incarnation. The default follows how tokens are checked: on with the
 //! cluster's keys, a JWKS file or TokenReview; off with dev auth (`embedded.rs`).
 
+use std::time::Duration;
+
 use argo_results_client::proto::{ExpectationRequest, NodeResult, ProblemCode, ReportRequest};
 use argo_results_client::{Answer, ClientError};
 use argo_results_tests::fake_kube::FakeKube;
 use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 
 on_both_backends!(
     a_pod_reports_only_a_node_registered_for_it,
@@ -139,17 +141,15 @@ async fn the_default_with_the_cluster_keys_requires_expectations(backend: Backen
     let kube = FakeKube::start().await;
     let server = TestServer::start_kube(backend, &kube, &["--kube-jwks"]).await;
     let s = step(1);
-    let mut answer = server.send(&s, &s.report(Some(1), true, None)).await;
     // The cluster's keys load in the background; until then the answer is 503.
-    for _ in 0..100 {
-        match &answer {
-            Err(error) if error.code() == Some(ProblemCode::Unavailable) => {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                answer = server.send(&s, &s.report(Some(1), true, None)).await;
-            }
-            _ => break,
-        }
-    }
+    let loaded = async || {
+        let answer = server.send(&s, &s.report(Some(1), true, None)).await;
+        let unavailable = answer
+            .as_ref()
+            .is_err_and(|error| error.code() == Some(ProblemCode::Unavailable));
+        (!unavailable).then_some(answer)
+    };
+    let answer = eventually("the cluster's keys load", Duration::from_secs(10), loaded).await;
     not_expected(answer);
     nothing_stored(&server).await;
 }

@@ -15,7 +15,7 @@ use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
 use argo_results_tests::server::ScratchDir;
 use argo_results_tests::tokens::pod_token;
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 use futures_util::TryStreamExt;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -136,21 +136,17 @@ impl Writers {
         self.acknowledged.load(Ordering::SeqCst)
     }
 
+    fn refused(&self) -> usize {
+        self.refused.load(Ordering::SeqCst)
+    }
+
     /// Waits until `condition(acknowledged, refused)` holds; fails the test after [`BOUND`].
     async fn wait_until(&self, what: &str, condition: impl Fn(usize, usize) -> bool) {
-        let deadline = Instant::now() + BOUND;
-        loop {
-            let (acknowledged, refused) =
-                (self.acknowledged(), self.refused.load(Ordering::SeqCst));
-            if condition(acknowledged, refused) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{what}: not within {BOUND:?} (acknowledged {acknowledged}, refused {refused})"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let counted = Counted(what, self);
+        eventually(counted, BOUND, async || {
+            condition(self.acknowledged(), self.refused()).then_some(())
+        })
+        .await;
     }
 
     /// Waits until [`BEFORE_FAULT`] more reports than now are acknowledged.
@@ -189,6 +185,17 @@ impl Writers {
             all.refused.extend(tally.refused);
         }
         all
+    }
+}
+
+/// What the writers were waited for, and their counts when it did not happen.
+struct Counted<'a>(&'a str, &'a Writers);
+
+impl std::fmt::Display for Counted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (what, writers) = (self.0, self.1);
+        let (acknowledged, refused) = (writers.acknowledged(), writers.refused());
+        write!(f, "{what} (acknowledged {acknowledged}, refused {refused})")
     }
 }
 

@@ -15,7 +15,7 @@ use argo_results_tests::fixtures::{NS, Step, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
 use argo_results_tests::server::{ScratchDir, binary, free_port};
 use argo_results_tests::tokens::{self, CONTROLLER, READER};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 use futures_util::future::join_all;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -340,11 +340,9 @@ async fn waiting_watches_are_capped() {
             })
         })
         .collect();
-    let mut waiting = 0;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let settled = async || {
         let metrics = server.get("/metrics", None).await.text;
-        waiting = metrics
+        let waiting = metrics
             .lines()
             .find_map(|line| {
                 line.strip_prefix("argo_results_feed_watchers ")?
@@ -352,10 +350,11 @@ async fn waiting_watches_are_capped() {
                     .ok()
             })
             .unwrap_or(0);
-        if watches.iter().filter(|w| w.is_finished()).count() + waiting >= 160 {
-            break;
-        }
-    }
+        let answered = watches.iter().filter(|w| w.is_finished()).count();
+        (answered + waiting >= 160).then_some(waiting)
+    };
+    let every_watch = "each of the 160 watches waits or is answered";
+    let waiting = eventually(every_watch, Duration::from_secs(10), settled).await;
     let mut refused = Vec::new();
     for watch in watches {
         if watch.is_finished() {

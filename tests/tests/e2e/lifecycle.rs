@@ -5,7 +5,7 @@ use std::time::Duration;
 use argo_results_client::FeedOptions;
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::server::{Raw, free_port};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 
 on_both_backends!(
     a_rollback_starts_on_a_newer_schema,
@@ -108,14 +108,13 @@ async fn probes_and_metrics_answer_without_a_token(backend: Backend) {
         "no store error yet"
     );
     server.register(&step(2)).await;
-    for _ in 0..100 {
+    let counted = async || {
         let text = server.get("/metrics", None).await.text;
-        if text.contains("argo_results_results_pending{state=\"expected\"} 1") {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the pending gauge never counted the expected result");
+        text.contains("argo_results_results_pending{state=\"expected\"} 1")
+            .then_some(())
+    };
+    let what = "the pending gauge counts the expected result";
+    eventually(what, Duration::from_secs(10), counted).await;
 }
 
 /// 16 writers, then SIGTERM: the process exits 0 and every report that got a 2xx is there

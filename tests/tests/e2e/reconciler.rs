@@ -6,9 +6,9 @@
 use argo_results_client::controller::{Decision, PodPhase, Reconciler, WorkflowRef};
 use argo_results_client::proto::{ProblemCode, ReportRequest};
 use argo_results_tests::fixtures::{NS, Step, UID, WF, outputs, step};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 
-use crate::retention::eventually;
+use crate::retention::PRUNED_WITHIN;
 
 on_both_backends!(
     not_reported_is_not_done,
@@ -547,7 +547,8 @@ async fn a_reconciler_restarted_with_empty_memory_reaches_the_same_decisions(bac
     while live.follow(0).await.expect("feed") > 0 {}
     eventually(
         "the history the dropped reconciler had not read is pruned",
-        async || server.count("SELECT COUNT(*) FROM changes").await == 0,
+        PRUNED_WITHIN,
+        async || (server.count("SELECT COUNT(*) FROM changes").await == 0).then_some(()),
     )
     .await;
     let pruned = server

@@ -9,7 +9,7 @@ use argo_results_client::proto::{FeedItem, ProblemCode};
 use argo_results_client::{FeedOptions, RetryPolicy, WatchEvent};
 use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
 use argo_results_tests::tokens::{self, READER};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 use futures_util::StreamExt;
 
 on_both_backends!(
@@ -18,16 +18,8 @@ on_both_backends!(
     results_unchanged_past_retention_are_removed_with_tombstones,
 );
 
-/// Polls `check` every 100 ms until it holds, bounded so a hang fails the test.
-pub(crate) async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..300 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("never: {what}");
-}
+/// How long the retention task, run every 100 ms by these servers, may take to prune.
+pub(crate) const PRUNED_WITHIN: Duration = Duration::from_secs(30);
 
 async fn a_reader_behind_the_history_gets_410_and_resumes(backend: Backend) {
     let server = TestServer::start_with(
@@ -39,8 +31,8 @@ async fn a_reader_behind_the_history_gets_410_and_resumes(backend: Backend) {
         server.register(&step(i)).await;
     }
     let reader = server.reader();
-    eventually("the whole history is pruned", async || {
-        server.count("SELECT COUNT(*) FROM changes").await == 0
+    eventually("the whole history is pruned", PRUNED_WITHIN, async || {
+        (server.count("SELECT COUNT(*) FROM changes").await == 0).then_some(())
     })
     .await;
     let gone = reader.feed(&FeedOptions::default()).await.expect_err("410");
@@ -95,8 +87,8 @@ async fn results_unchanged_past_retention_are_removed_with_tombstones(backend: B
         .execute(&db)
         .await
         .expect("age two results");
-    eventually("old results are removed", async || {
-        server.count("SELECT COUNT(*) FROM results").await == 1
+    eventually("old results are removed", PRUNED_WITHIN, async || {
+        (server.count("SELECT COUNT(*) FROM results").await == 1).then_some(())
     })
     .await;
     let left = server
@@ -145,8 +137,8 @@ async fn the_reconciler_relists_when_its_history_is_gone(backend: Backend) {
         .expect("expect");
     controller.follow(0).await.expect("feed");
     server.complete(&s, 1).await;
-    eventually("the history is pruned", async || {
-        server.count("SELECT COUNT(*) FROM changes").await == 0
+    eventually("the history is pruned", PRUNED_WITHIN, async || {
+        (server.count("SELECT COUNT(*) FROM changes").await == 0).then_some(())
     })
     .await;
     // The completion's change is gone from the feed: only a re-list can show it.

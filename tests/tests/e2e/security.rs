@@ -13,7 +13,7 @@ use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::server::Raw;
 use argo_results_tests::tls::TestCa;
 use argo_results_tests::tokens::{self, AUDIENCE, CONTROLLER, READER};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::jwk::JwkSet;
@@ -550,15 +550,10 @@ async fn cluster_keys_rotate_without_a_restart_and_survive_a_failing_endpoint() 
     kube.set_jwks(jwks);
     // The unknown kid above refreshed the keys less than 30 s ago; the next refresh for an
     // unknown kid waits that long, so wait for it once.
-    let mut status = 0;
-    for _ in 0..40 {
-        status = server.get("/api/v1/whoami", Some(&token)).await.status;
-        if status == 200 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-    assert_eq!(status, 200, "the rotated key was never trusted");
+    let trusted =
+        async || (server.get("/api/v1/whoami", Some(&token)).await.status == 200).then_some(());
+    let what = "the rotated key is trusted";
+    eventually(what, Duration::from_secs(40), trusted).await;
 
     kube.fail_jwks(true);
     let stranger = sign_with_stranger("another-unknown", &tokens::user_claims(READER));
@@ -819,15 +814,9 @@ async fn tls_is_served_and_reloaded_when_the_files_change() {
     assert!(reqwest::get(&plain).await.is_err());
 
     install(&second_ca);
-    let mut reloaded = false;
-    for _ in 0..60 {
-        if trusting(&second_ca).get(&healthz).send().await.is_ok() {
-            reloaded = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    assert!(reloaded, "a new connection never saw the new certificate");
+    let reloaded = async || trusting(&second_ca).get(&healthz).send().await.ok();
+    let what = "a new connection sees the new certificate";
+    eventually(what, Duration::from_secs(30), reloaded).await;
     assert!(trusting(&first_ca).get(&healthz).send().await.is_err());
 }
 

@@ -26,7 +26,7 @@ use argo_results_client::controller::{Decision, PodPhase, Reconciler, WorkflowRe
 use argo_results_client::proto::{PROTOCOL_VERSION, ReportRequest, ResultState};
 use argo_results_tests::fixtures::NS;
 use argo_results_tests::tokens::{self, CONTROLLER};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 use futures_util::future::join_all;
 use serde_json::value::RawValue;
 
@@ -167,17 +167,9 @@ async fn controller<'a>(
 
 /// Every report lands in the end, however late (bounded so that a hang fails the test).
 async fn every_report_lands(server: &TestServer, reports: i64) {
-    for _ in 0..100 {
-        if server
-            .count("SELECT COUNT(*) FROM results WHERE state = 'completed'")
-            .await
-            == reports
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("not every report was stored");
+    let completed = "SELECT COUNT(*) FROM results WHERE state = 'completed'";
+    let landed = async || (server.count(completed).await == reports).then_some(());
+    eventually("every report is stored", Duration::from_secs(30), landed).await;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
