@@ -7,14 +7,16 @@ use std::process::Command;
 
 use std::sync::Arc;
 
-use crate::server::{Backend, ScratchDir, TestServer, binary, free_port};
+use tempfile::TempDir;
+
+use crate::server::{Backend, TestServer, binary, free_port};
 
 #[derive(Debug)]
 pub struct PrivatePostgres {
     bin: PathBuf,
     data: PathBuf,
     port: u16,
-    dir: ScratchDir,
+    dir: TempDir,
 }
 
 fn is_root() -> bool {
@@ -55,12 +57,12 @@ impl PrivatePostgres {
             .filter(|bin| bin.join("pg_ctl").exists())
             .max()
             .expect("a PostgreSQL version with pg_ctl");
-        let dir = ScratchDir::new();
-        let data = dir.0.join("data");
+        let dir = tempfile::tempdir().expect("scratch directory");
+        let data = dir.path().join("data");
         if is_root() {
             let status = Command::new("chown")
                 .args(["postgres:postgres"])
-                .arg(&dir.0)
+                .arg(dir.path())
                 .status();
             assert!(
                 status.is_ok_and(|s| s.success()),
@@ -99,7 +101,7 @@ impl PrivatePostgres {
     /// A server on this database, without authentication (`--auth none`), so that a test
     /// of the database's absence needs no tokens.
     pub async fn serve(&self) -> TestServer {
-        let dir = Arc::new(ScratchDir::new());
+        let dir = Arc::new(tempfile::tempdir().expect("scratch directory"));
         let mut command = tokio::process::Command::new(binary("argo-results-server"));
         command
             .args([
@@ -110,7 +112,7 @@ impl PrivatePostgres {
                 "--database-url",
             ])
             .arg(self.url())
-            .current_dir(&dir.0);
+            .current_dir(dir.path());
         TestServer::launch(command, Backend::Postgres, dir, self.url(), None).await
     }
 
@@ -124,7 +126,7 @@ impl PrivatePostgres {
         // Its log in a file beside the data, not on the test's terminal.
         let log = self
             .dir
-            .0
+            .path()
             .join("postgres.log")
             .to_string_lossy()
             .into_owned();

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use argo_results_client::Client;
 use sqlx::AnyPool;
+use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -49,37 +50,11 @@ fn postgres_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
-fn unique(prefix: &str) -> String {
+/// A schema name that no other server of this test process, or of another, is given.
+fn unique_schema() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// A scratch directory removed when dropped.
-#[derive(Debug)]
-pub struct ScratchDir(pub PathBuf);
-
-impl ScratchDir {
-    pub fn new() -> Self {
-        let path = std::env::temp_dir().join(unique("argo-results-test"));
-        std::fs::create_dir_all(&path).expect("scratch dir");
-        ScratchDir(path)
-    }
-}
-
-impl Default for ScratchDir {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("t_{}_{n}", std::process::id())
 }
 
 /// The URL of a `listening on` line, printed as text or (`--log-format json`) as a JSON
@@ -111,7 +86,7 @@ pub struct TestServer {
     schema: Option<String>,
     pub backend: Backend,
     /// Shared so that a test can start another server on the same files.
-    pub dir: Arc<ScratchDir>,
+    pub dir: Arc<TempDir>,
 }
 
 impl TestServer {
@@ -150,15 +125,15 @@ impl TestServer {
         env: &[(&str, &str)],
     ) -> Self {
         sqlx::any::install_default_drivers();
-        let dir = Arc::new(ScratchDir::new());
+        let dir = Arc::new(tempfile::tempdir().expect("scratch directory"));
         let (database_url, schema) = match (database, backend) {
             (Some(url), _) => (url.to_owned(), None),
             (None, Backend::Sqlite) => (
-                format!("sqlite://{}", dir.0.join("results.db").display()),
+                format!("sqlite://{}", dir.path().join("results.db").display()),
                 None,
             ),
             (None, Backend::Postgres) => {
-                let schema = unique("t");
+                let schema = unique_schema();
                 let admin = AnyPool::connect(&postgres_url())
                     .await
                     .expect("Postgres is not reachable");
@@ -186,13 +161,13 @@ impl TestServer {
         command
             .args(["--database-url", &database_url])
             .arg("--data-dir")
-            .arg(&dir.0);
+            .arg(dir.path());
         match kube {
             Some(kube) => {
                 command.env("KUBECONFIG", &kube.kubeconfig);
             }
             None => {
-                let jwks = dir.0.join("jwks.json");
+                let jwks = dir.path().join("jwks.json");
                 std::fs::write(&jwks, &tokens::keys().jwks).expect("write JWKS");
                 command.arg("--jwks-file").arg(&jwks);
                 if !flags.contains(&"--any-issuer") {
@@ -218,7 +193,7 @@ impl TestServer {
     pub async fn launch(
         mut command: Command,
         backend: Backend,
-        dir: Arc<ScratchDir>,
+        dir: Arc<TempDir>,
         database_url: String,
         schema: Option<String>,
     ) -> Self {
@@ -232,7 +207,7 @@ impl TestServer {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.0.join("server.log"))
+            .open(dir.path().join("server.log"))
             .expect("server log");
         if !command
             .as_std()
@@ -268,7 +243,7 @@ impl TestServer {
             .ok()
             .flatten();
         let Some(url) = url else {
-            let log = std::fs::read_to_string(dir.0.join("server.log")).unwrap_or_default();
+            let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
             panic!("the server did not start; its log:\n{log}");
         };
         let captured = Arc::clone(&stdout);
@@ -325,7 +300,7 @@ impl TestServer {
 
     /// Everything the server logged (stderr) so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.0.join("server.log")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
 
     pub fn client(&self, token: Option<String>) -> Client {
@@ -393,7 +368,7 @@ impl TestServer {
         command
             .args(&args)
             .envs(self.envs.clone())
-            .current_dir(&self.dir.0);
+            .current_dir(self.dir.path());
         command
     }
 

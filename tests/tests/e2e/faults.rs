@@ -13,10 +13,10 @@ use argo_results_client::proto::{NodeResult, ProblemCode, ResultState};
 use argo_results_client::{Answer, Client, ClientError, ListOptions, RetryPolicy, TokenSource};
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
-use argo_results_tests::server::ScratchDir;
 use argo_results_tests::tokens::pod_token;
 use argo_results_tests::{Backend, TestServer, eventually};
 use futures_util::TryStreamExt;
+use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -358,16 +358,16 @@ async fn postgres_restarted_under_load_loses_nothing_and_serves_within_10s() {
 
 /// A tmpfs of a test's own (mounting needs root, as in CI), unmounted when dropped.
 #[derive(Debug)]
-struct SmallDisk(ScratchDir);
+struct SmallDisk(TempDir);
 
 impl SmallDisk {
     /// `None` when this machine cannot mount one, said on stdout and stderr; with `CI` set
     /// the test fails instead, so that CI never passes without filling a disk.
     fn mount(size: &str) -> Option<Self> {
-        let dir = ScratchDir::new();
+        let dir = tempfile::tempdir().expect("scratch directory");
         let mounted = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&dir.0)
+            .arg(dir.path())
             .output();
         let why = match mounted {
             Ok(out) if out.status.success() => return Some(SmallDisk(dir)),
@@ -389,7 +389,7 @@ impl SmallDisk {
     /// Fills the disk to its last byte with a file, and returns the file.
     fn fill(&self) -> PathBuf {
         use std::io::Write;
-        let path = self.0.0.join("filler");
+        let path = self.0.path().join("filler");
         let mut file = std::fs::File::create(&path).expect("create the filler");
         for chunk in [vec![0u8; 64 * 1024], vec![0u8; 1]] {
             loop {
@@ -409,7 +409,7 @@ impl Drop for SmallDisk {
         // Lazily: a server killed on drop may still hold its files for a moment.
         let _ = std::process::Command::new("umount")
             .arg("-l")
-            .arg(&self.0.0)
+            .arg(self.0.path())
             .status();
     }
 }
@@ -423,7 +423,7 @@ async fn sqlite_on_a_full_disk_answers_503_and_recovers() {
     let Some(disk) = SmallDisk::mount("16m") else {
         return;
     };
-    let database = format!("sqlite://{}", disk.0.0.join("results.db").display());
+    let database = format!("sqlite://{}", disk.0.path().join("results.db").display());
     let server = TestServer::start_on(Backend::Sqlite, &database, &[]).await;
     let writers = Writers::start(server.url());
     writers

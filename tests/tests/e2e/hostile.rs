@@ -13,7 +13,7 @@ use argo_results_client::proto::token::{Audience, TokenClaims, generate_es256_ke
 use argo_results_tests::fake_kube::FakeKube;
 use argo_results_tests::fixtures::{NS, Step, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
-use argo_results_tests::server::{ScratchDir, binary, free_port};
+use argo_results_tests::server::{binary, free_port};
 use argo_results_tests::tokens::{self, CONTROLLER, READER};
 use argo_results_tests::{Backend, TestServer, eventually};
 use futures_util::future::join_all;
@@ -1030,12 +1030,15 @@ async fn rbac_floods_stay_off_the_api_server() {
 /// `--jwks-file` trusts any issuer only when told so with `--any-issuer`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_issuer_is_required_with_a_jwks_file() {
-    let dir = ScratchDir::new();
-    let jwks = dir.0.join("jwks.json");
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let jwks = dir.path().join("jwks.json");
     std::fs::write(&jwks, &tokens::keys().jwks).expect("JWKS");
     let mut child = Command::new(binary("argo-results-server"))
         .args(["--listen", "127.0.0.1:0", "--database-url"])
-        .arg(format!("sqlite://{}", dir.0.join("results.db").display()))
+        .arg(format!(
+            "sqlite://{}",
+            dir.path().join("results.db").display()
+        ))
         .arg("--jwks-file")
         .arg(&jwks)
         .env("RUST_LOG", "warn")
@@ -1117,7 +1120,7 @@ async fn sqlite_files_are_private() {
     let modes: Vec<(String, u32)> = ["results.db", "results.db-wal", "results.db-shm"]
         .iter()
         .map(|name| {
-            let metadata = std::fs::metadata(server.dir.0.join(name)).expect(name);
+            let metadata = std::fs::metadata(server.dir.path().join(name)).expect(name);
             (name.to_string(), metadata.permissions().mode() & 0o777)
         })
         .collect();
@@ -1138,7 +1141,7 @@ async fn sqlite_files_are_private() {
 /// dev banner) as on stderr, is a JSON object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_are_json_on_every_line() {
-    let dir = Arc::new(ScratchDir::new());
+    let dir = Arc::new(tempfile::tempdir().expect("scratch directory"));
     let metrics = format!("127.0.0.1:{}", free_port());
     let mut command = Command::new(binary("argo-results-server"));
     command
@@ -1151,8 +1154,8 @@ async fn json_logs_are_json_on_every_line() {
             &metrics,
         ])
         .env("RUST_LOG", "info")
-        .current_dir(&dir.0);
-    let database_url = format!("sqlite://{}", dir.0.join("argo-results.db").display());
+        .current_dir(dir.path());
+    let database_url = format!("sqlite://{}", dir.path().join("argo-results.db").display());
     let server = TestServer::launch(command, Backend::Sqlite, dir, database_url, None).await;
     server.get("/api/v1/whoami", None).await;
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -778,9 +778,9 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
 
 #[tokio::test]
 async fn tls_is_served_and_reloaded_when_the_files_change() {
-    let dir = argo_results_tests::server::ScratchDir::new();
+    let dir = tempfile::tempdir().expect("scratch directory");
     let (first_ca, second_ca) = (TestCa::new("first CA"), TestCa::new("second CA"));
-    let (cert_file, key_file) = (dir.0.join("tls.crt"), dir.0.join("tls.key"));
+    let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
     let install = |ca: &TestCa| {
         let cert = ca.server_cert();
         std::fs::write(&key_file, &cert.key_pem).expect("key");
