@@ -14,4 +14,4 @@ pub mod tls;
 pub mod tokens;
 
 pub use eventually::eventually;
-pub use server::{Backend, TestServer};
+pub use server::{Auth, Backend, TestServer};

@@ -5,11 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use std::sync::Arc;
-
 use tempfile::TempDir;
 
-use crate::server::{Backend, TestServer, binary, free_port};
+use crate::server::{Auth, Backend, TestServer, free_port};
 
 #[derive(Debug)]
 pub struct PrivatePostgres {
@@ -101,19 +99,11 @@ impl PrivatePostgres {
     /// A server on this database, without authentication (`--auth none`), so that a test
     /// of the database's absence needs no tokens.
     pub async fn serve(&self) -> TestServer {
-        let dir = Arc::new(tempfile::tempdir().expect("scratch directory"));
-        let mut command = tokio::process::Command::new(binary("argo-results-server"));
-        command
-            .args([
-                "--auth",
-                "none",
-                "--listen",
-                "127.0.0.1:0",
-                "--database-url",
-            ])
-            .arg(self.url())
-            .current_dir(dir.path());
-        TestServer::launch(command, Backend::Postgres, dir, self.url(), None).await
+        TestServer::builder(Backend::Postgres)
+            .database_url(&self.url())
+            .auth(Auth::None)
+            .start()
+            .await
     }
 
     /// Starts the server again on the same data and port.

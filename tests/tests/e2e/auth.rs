@@ -29,7 +29,7 @@ async fn whoami_status(server: &TestServer, token: &str) -> (u16, serde_json::Va
 }
 
 async fn whoami_names_each_kind_of_caller(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let me = server.controller().whoami().await.expect("controller");
     assert_eq!(me.subject, CONTROLLER);
     assert_eq!(
@@ -51,7 +51,7 @@ async fn whoami_names_each_kind_of_caller(backend: Backend) {
 }
 
 async fn bad_credentials_are_unauthenticated(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let missing = server.get("/api/v1/whoami", None).await;
     assert_eq!(missing.status, 401);
     assert_eq!(missing.json["code"], "unauthenticated");
@@ -75,7 +75,7 @@ async fn bad_credentials_are_unauthenticated(backend: Backend) {
 }
 
 async fn time_audience_issuer_and_algorithm_are_checked(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let base = TokenClaims::user(ISSUER, AUDIENCE, READER, Duration::from_secs(600));
     let t = now();
     let cases: Vec<(&str, TokenClaims, u16)> = vec![
@@ -171,7 +171,7 @@ async fn time_audience_issuer_and_algorithm_are_checked(backend: Backend) {
 }
 
 async fn roles_limit_what_each_caller_may_do(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     let forbidden = |result: Result<_, argo_results_client::ClientError>| {
@@ -225,7 +225,7 @@ async fn roles_limit_what_each_caller_may_do(backend: Backend) {
 }
 
 async fn a_pod_may_write_only_its_own_node(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let mine = s.report(Some(1), true, Some(&outputs(1)));
     let pod = server.pod_of(&s);

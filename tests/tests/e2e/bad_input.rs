@@ -64,14 +64,14 @@ async fn assert_nothing_written(server: &TestServer) {
 }
 
 async fn unreadable_bodies_are_400(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     for body in ["", "{", "[1,2]", "\"text\"", "{\"protocolVersion\":1,}"] {
         refused(&server, body, 400, "invalid_json", None).await;
     }
 }
 
 async fn unknown_fields_and_protocol_versions_are_400(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut body = valid_report();
     body["completed"] = true.into();
     refused(
@@ -101,7 +101,7 @@ fn forged_token(position: serde_json::Value) -> String {
 }
 
 async fn bad_parameters_are_400(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let answer = server
         .raw(
             Method::PUT,
@@ -170,7 +170,7 @@ async fn bad_parameters_are_400(backend: Backend) {
 }
 
 async fn broken_field_rules_are_422_naming_the_field(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let cases: Vec<(&str, serde_json::Value, &str)> = vec![
         ("progress", "11/10".into(), "progress"),
         ("progress", "3".into(), "progress"),
@@ -223,7 +223,10 @@ async fn broken_field_rules_are_422_naming_the_field(backend: Backend) {
 }
 
 async fn oversized_bodies_are_413(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--max-body-bytes", "2048"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--max-body-bytes", "2048"])
+        .start()
+        .await;
     let mut body = valid_report();
     body["message"] = "m".repeat(4096).into();
     refused(&server, &body.to_string(), 413, "payload_too_large", None).await;
@@ -253,7 +256,7 @@ async fn chunked_put(server: &TestServer, path: &str, body: &str) -> String {
 }
 
 async fn non_json_bodies_are_415(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     for content_type in [
         None,
         Some("text/plain"),
@@ -287,7 +290,7 @@ async fn non_json_bodies_are_415(backend: Backend) {
 }
 
 async fn unknown_routes_are_404_problems(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let answer = server
         .get("/api/v1/nothing", Some(&tokens::user_token(CONTROLLER)))
         .await;
@@ -296,7 +299,7 @@ async fn unknown_routes_are_404_problems(backend: Backend) {
 }
 
 async fn a_key_twice_anywhere_is_400_naming_where(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let head = format!(
         r#"{{"protocolVersion":1,"workflowUid":"{UID}","podName":"{}","podUid":"{}","final":true"#,
@@ -322,7 +325,7 @@ async fn a_key_twice_anywhere_is_400_naming_where(backend: Backend) {
 }
 
 async fn nul_and_oversized_text_are_422_on_both_backends(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     for message in ["before\u{0}after".to_owned(), "m".repeat(16 * 1024 + 1)] {
         let mut body = valid_report();
         body["message"] = message.into();

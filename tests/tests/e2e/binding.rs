@@ -9,7 +9,7 @@ use argo_results_client::proto::{ExpectationRequest, NodeResult, ProblemCode, Re
 use argo_results_client::{Answer, ClientError};
 use argo_results_tests::fake_kube::FakeKube;
 use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
-use argo_results_tests::{Backend, TestServer, eventually};
+use argo_results_tests::{Auth, Backend, TestServer, eventually};
 
 on_both_backends!(
     a_pod_reports_only_a_node_registered_for_it,
@@ -36,7 +36,7 @@ fn not_expected(answer: Result<Answer<NodeResult>, ClientError>) -> String {
 }
 
 async fn a_pod_reports_only_a_node_registered_for_it(backend: Backend) {
-    let server = TestServer::start_with(backend, REQUIRED).await;
+    let server = TestServer::builder(backend).flags(REQUIRED).start().await;
     let s = step(1);
     let final_report = s.report(Some(1), true, Some(&outputs(1)));
     let detail = not_expected(server.send(&s, &final_report).await);
@@ -53,7 +53,7 @@ async fn a_pod_reports_only_a_node_registered_for_it(backend: Backend) {
 }
 
 async fn an_impostor_whose_name_fits_cannot_take_the_node(backend: Backend) {
-    let server = TestServer::start_with(backend, REQUIRED).await;
+    let server = TestServer::builder(backend).flags(REQUIRED).start().await;
     let (workflow, node) = ("race", "race-31337");
     // The controller registers the pod before creating it, so without its UID yet.
     let expectation = ExpectationRequest {
@@ -102,7 +102,7 @@ async fn an_impostor_whose_name_fits_cannot_take_the_node(backend: Backend) {
 }
 
 async fn an_invented_incarnation_creates_nothing(backend: Backend) {
-    let server = TestServer::start_with(backend, REQUIRED).await;
+    let server = TestServer::builder(backend).flags(REQUIRED).start().await;
     let s = step(1);
     server.register(&s).await;
     // One pod, many made-up workflow UIDs: each would be a row, and the newest a new
@@ -125,7 +125,7 @@ async fn an_invented_incarnation_creates_nothing(backend: Backend) {
 }
 
 async fn a_registered_pod_uid_refuses_another_pod(backend: Backend) {
-    let server = TestServer::start_with(backend, REQUIRED).await;
+    let server = TestServer::builder(backend).flags(REQUIRED).start().await;
     let restarted = step(1).restarted();
     server.register(&restarted).await;
     let first = step(1);
@@ -139,7 +139,11 @@ async fn a_registered_pod_uid_refuses_another_pod(backend: Backend) {
 
 async fn the_default_with_the_cluster_keys_requires_expectations(backend: Backend) {
     let kube = FakeKube::start().await;
-    let server = TestServer::start_kube(backend, &kube, &["--kube-jwks"]).await;
+    let server = TestServer::builder(backend)
+        .auth(Auth::Kube(&kube))
+        .flags(&["--kube-jwks"])
+        .start()
+        .await;
     let s = step(1);
     // The cluster's keys load in the background; until then the answer is 503.
     let loaded = async || {

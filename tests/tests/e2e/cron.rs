@@ -94,7 +94,7 @@ async fn list(server: &TestServer, options: &RunsOptions) -> argo_results_client
 }
 
 async fn a_claim_holds_its_tick_under_a_lease_until_settled_once(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let holder = controller
         .claim(
@@ -183,7 +183,7 @@ async fn a_claim_holds_its_tick_under_a_lease_until_settled_once(backend: Backen
 }
 
 async fn a_holder_that_dies_before_settling_is_taken_over_under_the_first_name(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let first = server
         .controller()
         .claim(NS, CRON, &claim(TICK))
@@ -243,7 +243,7 @@ async fn a_holder_that_dies_before_settling_is_taken_over_under_the_first_name(b
 }
 
 async fn an_expired_lease_is_taken_over_on_the_databases_clock(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let short = ClaimRequest {
         lease_seconds: Some(5),
@@ -275,7 +275,7 @@ async fn an_expired_lease_is_taken_over_on_the_databases_clock(backend: Backend)
 }
 
 async fn last_scheduled_time_moves_only_when_a_tick_is_settled(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let last = async || {
         list(&server, &RunsOptions::default())
@@ -319,7 +319,7 @@ async fn last_scheduled_time_moves_only_when_a_tick_is_settled(backend: Backend)
 }
 
 async fn pages_cover_every_claim_once_newest_first(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     // Two incarnations of the name, sharing some ticks: order is (time, UID) descending.
     let mut expected = Vec::new();
@@ -404,7 +404,10 @@ async fn pages_cover_every_claim_once_newest_first(backend: Backend) {
 }
 
 async fn retention_keeps_each_cron_workflows_newest_settled_claim(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--retention-every", "100ms"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--retention-every", "100ms"])
+        .start()
+        .await;
     let controller = server.controller();
     let tick = |hour: u32| format!("2026-11-29T{hour:02}:00:00Z");
     let settle_at = async |cron: &str, uid: &str, hour: u32, settle: bool| {
@@ -477,7 +480,7 @@ async fn retention_keeps_each_cron_workflows_newest_settled_claim(backend: Backe
 }
 
 async fn bad_claims_and_settles_name_the_field_and_change_nothing(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let token = tokens::user_token(CONTROLLER);
     let post = async |path: &str, body: serde_json::Value| {
         let answer = server
@@ -607,7 +610,7 @@ impl FakeWorkflows {
 }
 
 async fn the_tick_helper_creates_once_and_stops_when_its_lease_is_lost(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let kube = FakeWorkflows::default();
     let (dying, next): (Client, Client) = (server.controller(), server.controller());
 
@@ -685,7 +688,7 @@ async fn the_tick_helper_creates_once_and_stops_when_its_lease_is_lost(backend: 
 /// is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twelve_claimants_over_two_replicas_take_an_expired_tick_over_exactly_once() {
-    let a = TestServer::start(Backend::Postgres).await;
+    let a = TestServer::builder(Backend::Postgres).start().await;
     let b = a.replica().await;
     let ticks: Vec<String> = (0..20)
         .map(|minute| format!("2026-11-29T17:{minute:02}:00Z"))

@@ -71,7 +71,7 @@ async fn settle(server: &TestServer, claim_id: &str, more: &[&str]) -> Output {
 }
 
 async fn runs_claims_settles_and_lists_page_by_page(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let holder: Claim = json(&claim(&server, &["-o", "json"]).await);
     assert_eq!(holder.state, ClaimState::Claimed);
     assert_eq!(
@@ -157,7 +157,7 @@ async fn runs_claims_settles_and_lists_page_by_page(backend: Backend) {
 async fn an_unsettled_cli_claim_is_taken_over_after_its_lease_and_its_holder_refused(
     backend: Backend,
 ) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let first: Claim = json(&claim(&server, &["--lease-seconds", "5", "-o", "json"]).await);
     // The first holder never settles. A second claimant retries until its lease is over.
     let expired = async || {

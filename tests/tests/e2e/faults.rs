@@ -315,7 +315,7 @@ impl Aftermath {
 /// stored, nothing is stored half, and the reports cut off by the kill are stored once the
 /// executor's retry sends them again.
 async fn kill_9_under_load_loses_no_acknowledged_report(backend: Backend) {
-    let mut server = TestServer::start(backend).await;
+    let mut server = TestServer::builder(backend).start().await;
     let writers = Writers::start(server.url());
     writers
         .acknowledge_more("reports acknowledged before the kill")
@@ -341,7 +341,10 @@ async fn kill_9_under_load_loses_no_acknowledged_report(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarted_under_load_loses_nothing_and_serves_within_10s() {
     let postgres = PrivatePostgres::start();
-    let server = TestServer::start_on(Backend::Postgres, &postgres.url(), &[]).await;
+    let server = TestServer::builder(Backend::Postgres)
+        .database_url(&postgres.url())
+        .start()
+        .await;
     let writers = Writers::start(server.url());
     writers
         .acknowledge_more("reports acknowledged before the outage")
@@ -424,7 +427,10 @@ async fn sqlite_on_a_full_disk_answers_503_and_recovers() {
         return;
     };
     let database = format!("sqlite://{}", disk.0.path().join("results.db").display());
-    let server = TestServer::start_on(Backend::Sqlite, &database, &[]).await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .database_url(&database)
+        .start()
+        .await;
     let writers = Writers::start(server.url());
     writers
         .acknowledge_more("reports acknowledged before the disk fills")

@@ -19,7 +19,7 @@ on_both_backends!(
 );
 
 async fn sigterm_ends_long_polls_and_exits_zero(backend: Backend) {
-    let mut server = TestServer::start(backend).await;
+    let mut server = TestServer::builder(backend).start().await;
     let reader = server.reader();
     let watching = tokio::spawn(async move {
         reader
@@ -46,7 +46,7 @@ async fn sigterm_ends_long_polls_and_exits_zero(backend: Backend) {
 
 /// Guarantee 4: a crash after a 2xx loses nothing.
 async fn acknowledged_reports_survive_a_crash(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     for i in 0..10 {
         server.complete(&step(i), i).await;
     }
@@ -69,7 +69,10 @@ async fn acknowledged_reports_survive_a_crash(backend: Backend) {
 }
 
 async fn probes_and_metrics_answer_without_a_token(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--retention-every", "100ms"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--retention-every", "100ms"])
+        .start()
+        .await;
     assert_eq!(server.get("/healthz", None).await.status, 200);
     assert_eq!(server.get("/readyz", None).await.status, 200);
     let s = step(1);
@@ -120,7 +123,7 @@ async fn probes_and_metrics_answer_without_a_token(backend: Backend) {
 /// 16 writers, then SIGTERM: the process exits 0 and every report that got a 2xx is there
 /// after a restart.
 async fn sigterm_under_load_loses_no_acknowledged_write(backend: Backend) {
-    let mut server = TestServer::start(backend).await;
+    let mut server = TestServer::builder(backend).start().await;
     let url = server.url().to_owned();
     let writers: Vec<_> = (0..16u32)
         .map(|w| {
@@ -191,9 +194,11 @@ async fn sigterm_under_load_loses_no_acknowledged_write(backend: Backend) {
 }
 
 async fn json_logs_carry_request_ids_and_names_but_never_tokens(backend: Backend) {
-    let server =
-        TestServer::start_with_env(backend, &["--log-format", "json"], &[("RUST_LOG", "info")])
-            .await;
+    let server = TestServer::builder(backend)
+        .flags(&["--log-format", "json"])
+        .env("RUST_LOG", "info")
+        .start()
+        .await;
     let s = step(1);
     let token = argo_results_tests::tokens::pod_token(NS, &s.pod_name, &s.pod_uid);
     let answer = reqwest::Client::new()
@@ -245,7 +250,10 @@ async fn json_logs_carry_request_ids_and_names_but_never_tokens(backend: Backend
 /// Over --max-in-flight the excess gets 429 with Retry-After and writes nothing; every
 /// accepted report is stored.
 async fn overload_answers_429_and_stores_every_accepted_report(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--max-in-flight", "1"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--max-in-flight", "1"])
+        .start()
+        .await;
     let url = server.url().to_owned();
     let senders: Vec<_> = (0..48u32)
         .map(|i| {
@@ -291,7 +299,7 @@ async fn overload_answers_429_and_stores_every_accepted_report(backend: Backend)
 
 /// A release started on a schema migrated by a newer one (a rollback) serves as usual.
 async fn a_rollback_starts_on_a_newer_schema(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     server.complete(&step(1), 1).await;
     let db = server.db().await;
     sqlx::query(
@@ -316,7 +324,10 @@ async fn a_rollback_starts_on_a_newer_schema(backend: Backend) {
 async fn metrics_listen_serves_probes_and_metrics_alone(backend: Backend) {
     let port = free_port().to_string();
     let listen = format!("127.0.0.1:{port}");
-    let server = TestServer::start_with(backend, &["--metrics-listen", &listen]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--metrics-listen", &listen])
+        .start()
+        .await;
     assert!(
         server
             .stdout()

@@ -22,11 +22,10 @@ on_both_backends!(
 pub(crate) const PRUNED_WITHIN: Duration = Duration::from_secs(30);
 
 async fn a_reader_behind_the_history_gets_410_and_resumes(backend: Backend) {
-    let server = TestServer::start_with(
-        backend,
-        &["--feed-retention", "1s", "--retention-every", "100ms"],
-    )
-    .await;
+    let server = TestServer::builder(backend)
+        .flags(&["--feed-retention", "1s", "--retention-every", "100ms"])
+        .start()
+        .await;
     for i in 0..3 {
         server.register(&step(i)).await;
     }
@@ -74,7 +73,10 @@ async fn a_reader_behind_the_history_gets_410_and_resumes(backend: Backend) {
 }
 
 async fn results_unchanged_past_retention_are_removed_with_tombstones(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--retention-every", "100ms"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--retention-every", "100ms"])
+        .start()
+        .await;
     for i in 0..3 {
         server.register(&step(i)).await;
     }
@@ -124,11 +126,10 @@ async fn results_unchanged_past_retention_are_removed_with_tombstones(backend: B
 }
 
 async fn the_reconciler_relists_when_its_history_is_gone(backend: Backend) {
-    let server = TestServer::start_with(
-        backend,
-        &["--feed-retention", "1s", "--retention-every", "100ms"],
-    )
-    .await;
+    let server = TestServer::builder(backend)
+        .flags(&["--feed-retention", "1s", "--retention-every", "100ms"])
+        .start()
+        .await;
     let mut controller = Reconciler::new(server.controller(), 0);
     let s = step(1);
     controller

@@ -287,7 +287,7 @@ async fn dag_runs(server: &TestServer, rule: DagRule) -> Violations {
 }
 
 async fn the_reconciler_never_loses_outputs_when_results_lag(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let ours = tokio::time::timeout(RUNS_TIMEOUT, dag_runs(&server, DagRule::Reconciler))
         .await
         .expect("the runs finished");
@@ -526,7 +526,7 @@ async fn flat_runs(server: &TestServer, rule: FlatRule) -> Losses {
 async fn argo_v4_loses_logs_optional_artifacts_and_failed_outputs_that_the_reconciler_keeps(
     backend: Backend,
 ) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let ours = tokio::time::timeout(RUNS_TIMEOUT, flat_runs(&server, FlatRule::Reconciler))
         .await
         .expect("the runs finished");
