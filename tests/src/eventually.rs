@@ -30,3 +30,30 @@ pub async fn eventually<T>(
         pause = (pause * 2).min(LONGEST_PAUSE);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn returns_what_the_check_holds_once_it_holds() {
+        let mut asked = 0;
+        let third = eventually("the third check", Duration::from_secs(5), async || {
+            asked += 1;
+            (asked == 3).then_some(asked)
+        })
+        .await;
+        assert_eq!(third, 3);
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "not within 100ms: a check that never holds")]
+    async fn fails_saying_what_never_happened_once_the_bound_has_passed() {
+        eventually::<()>(
+            "a check that never holds",
+            Duration::from_millis(100),
+            async || None,
+        )
+        .await;
+    }
+}
