@@ -25,8 +25,8 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewStatus, UserInfo};
 use k8s_openapi::api::authorization::v1::{SubjectAccessReview, SubjectAccessReviewStatus};
+use tempfile::TempDir;
 
-use crate::server::ScratchDir;
 use crate::tls::TestCa;
 use crate::tokens::{self, ISSUER};
 
@@ -85,7 +85,7 @@ pub struct FakeKube {
     /// A kubeconfig that reaches this server with its CA.
     pub kubeconfig: PathBuf,
     handle: axum_server::Handle<std::net::SocketAddr>,
-    _dir: ScratchDir,
+    _dir: TempDir,
 }
 
 fn status(code: StatusCode, message: &str) -> Response {
@@ -249,10 +249,13 @@ async fn access_review(
 impl FakeKube {
     /// Starts the fake, serving the test keys' JWKS.
     pub async fn start() -> Self {
-        let dir = ScratchDir::new();
+        let dir = tempfile::tempdir().expect("scratch directory");
         let ca = TestCa::new("fake kube-apiserver CA");
         let cert = ca.server_cert();
-        let (cert_file, key_file) = (dir.0.join("apiserver.crt"), dir.0.join("apiserver.key"));
+        let (cert_file, key_file) = (
+            dir.path().join("apiserver.crt"),
+            dir.path().join("apiserver.key"),
+        );
         std::fs::write(&cert_file, &cert.cert_pem).expect("cert");
         std::fs::write(&key_file, &cert.key_pem).expect("key");
         let state = Arc::new(FakeState {
@@ -287,7 +290,7 @@ impl FakeKube {
             .expect("listener")
             .handle(handle.clone());
         tokio::spawn(server.serve(app.into_make_service()));
-        let kubeconfig = dir.0.join("kubeconfig");
+        let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(
             &kubeconfig,
             format!(

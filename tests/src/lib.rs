@@ -5,6 +5,7 @@
 //! Postgres is `postgres://postgres@127.0.0.1:5432/test` unless `ARGO_RESULTS_TEST_POSTGRES`
 //! names another; each server gets a schema of its own.
 
+pub mod eventually;
 pub mod fake_kube;
 pub mod fixtures;
 pub mod private_postgres;
@@ -12,4 +13,5 @@ pub mod server;
 pub mod tls;
 pub mod tokens;
 
-pub use server::{Backend, TestServer};
+pub use eventually::eventually;
+pub use server::{Auth, Backend, TestServer};

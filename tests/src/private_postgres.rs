@@ -5,16 +5,16 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use std::sync::Arc;
+use tempfile::TempDir;
 
-use crate::server::{Backend, ScratchDir, TestServer, binary, free_port};
+use crate::server::{Auth, Backend, TestServer, free_port};
 
 #[derive(Debug)]
 pub struct PrivatePostgres {
     bin: PathBuf,
     data: PathBuf,
     port: u16,
-    dir: ScratchDir,
+    dir: TempDir,
 }
 
 fn is_root() -> bool {
@@ -55,12 +55,12 @@ impl PrivatePostgres {
             .filter(|bin| bin.join("pg_ctl").exists())
             .max()
             .expect("a PostgreSQL version with pg_ctl");
-        let dir = ScratchDir::new();
-        let data = dir.0.join("data");
+        let dir = tempfile::tempdir().expect("scratch directory");
+        let data = dir.path().join("data");
         if is_root() {
             let status = Command::new("chown")
                 .args(["postgres:postgres"])
-                .arg(&dir.0)
+                .arg(dir.path())
                 .status();
             assert!(
                 status.is_ok_and(|s| s.success()),
@@ -99,19 +99,11 @@ impl PrivatePostgres {
     /// A server on this database, without authentication (`--auth none`), so that a test
     /// of the database's absence needs no tokens.
     pub async fn serve(&self) -> TestServer {
-        let dir = Arc::new(ScratchDir::new());
-        let mut command = tokio::process::Command::new(binary("argo-results-server"));
-        command
-            .args([
-                "--auth",
-                "none",
-                "--listen",
-                "127.0.0.1:0",
-                "--database-url",
-            ])
-            .arg(self.url())
-            .current_dir(&dir.0);
-        TestServer::launch(command, Backend::Postgres, dir, self.url(), None).await
+        TestServer::builder(Backend::Postgres)
+            .database_url(&self.url())
+            .auth(Auth::None)
+            .start()
+            .await
     }
 
     /// Starts the server again on the same data and port.
@@ -124,7 +116,7 @@ impl PrivatePostgres {
         // Its log in a file beside the data, not on the test's terminal.
         let log = self
             .dir
-            .0
+            .path()
             .join("postgres.log")
             .to_string_lossy()
             .into_owned();

@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use argo_results_client::Client;
 use sqlx::AnyPool;
+use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use crate::eventually;
 use crate::fake_kube::FakeKube;
 use crate::tokens::{self, CONTROLLER, ISSUER, READER};
 
@@ -48,37 +50,11 @@ fn postgres_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
-fn unique(prefix: &str) -> String {
+/// A schema name that no other server of this test process, or of another, is given.
+fn unique_schema() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// A scratch directory removed when dropped.
-#[derive(Debug)]
-pub struct ScratchDir(pub PathBuf);
-
-impl ScratchDir {
-    pub fn new() -> Self {
-        let path = std::env::temp_dir().join(unique("argo-results-test"));
-        std::fs::create_dir_all(&path).expect("scratch dir");
-        ScratchDir(path)
-    }
-}
-
-impl Default for ScratchDir {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("t_{}_{n}", std::process::id())
 }
 
 /// The URL of a `listening on` line, printed as text or (`--log-format json`) as a JSON
@@ -110,62 +86,98 @@ pub struct TestServer {
     schema: Option<String>,
     pub backend: Backend,
     /// Shared so that a test can start another server on the same files.
-    pub dir: Arc<ScratchDir>,
+    pub dir: Arc<TempDir>,
 }
 
-impl TestServer {
-    /// A server on `backend` trusting the test keys, with the test controller and reader.
-    pub async fn start(backend: Backend) -> Self {
-        Self::start_with(backend, &[]).await
+/// How a test server checks tokens.
+#[derive(Debug, Clone, Copy)]
+pub enum Auth<'a> {
+    /// `--jwks-file` with the test keys and their issuer (any issuer with `--any-issuer`).
+    /// Reports need no expectation unless the flags say `--require-expectation`: most
+    /// cases test one rule of a report apart from the pod binding, whose own cases ask
+    /// for it.
+    TestKeys,
+    /// Asks `kube`, the fake API server, as the flags say (`--kube-jwks`,
+    /// `--token-review`). Reports need an expectation, the default that these servers are
+    /// there to show.
+    Kube(&'a FakeKube),
+    /// `--auth none`.
+    None,
+    /// No flag about authentication: the server's default on loopback, dev auth.
+    Dev,
+}
+
+/// A test server to start: [`TestServer::builder`], what the test changes, then
+/// [`Builder::start`].
+#[derive(Debug)]
+#[must_use]
+pub struct Builder<'a> {
+    backend: Backend,
+    auth: Auth<'a>,
+    flags: Vec<String>,
+    env: Vec<(String, String)>,
+    database_url: Option<String>,
+    bare: bool,
+}
+
+impl<'a> Builder<'a> {
+    /// Flags after those the builder adds; `--listen`, `--rbac` (no `--controller` and
+    /// `--reader`) and `--any-issuer` replace the builder's own.
+    pub fn flags(mut self, flags: &[&str]) -> Self {
+        self.flags
+            .extend(flags.iter().map(|flag| (*flag).to_owned()));
+        self
     }
 
-    /// As [`TestServer::start`], with more flags.
-    pub async fn start_with(backend: Backend, flags: &[&str]) -> Self {
-        Self::start_configured(backend, None, None, flags, &[]).await
+    /// An environment variable of the server (e.g. `RUST_LOG`).
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
     }
 
-    /// As [`TestServer::start_with`], on the store at `database_url` that the test made
-    /// (its own Postgres, or a SQLite file where it wants it).
-    pub async fn start_on(backend: Backend, database_url: &str, flags: &[&str]) -> Self {
-        Self::start_configured(backend, Some(database_url), None, flags, &[]).await
+    /// How it checks tokens; [`Auth::TestKeys`] unless said.
+    pub fn auth(mut self, auth: Auth<'a>) -> Self {
+        self.auth = auth;
+        self
     }
 
-    /// As [`TestServer::start_with`], with environment variables (e.g. `RUST_LOG`).
-    pub async fn start_with_env(backend: Backend, flags: &[&str], env: &[(&str, &str)]) -> Self {
-        Self::start_configured(backend, None, None, flags, env).await
+    /// The store at `url` that the test made (its own Postgres, or a SQLite file where it
+    /// wants it), instead of a fresh one.
+    pub fn database_url(mut self, url: &str) -> Self {
+        self.database_url = Some(url.to_owned());
+        self
     }
 
-    /// A server that asks `kube` (the fake API server), e.g. with `--kube-jwks` or
-    /// `--token-review` among `flags`.
-    pub async fn start_kube(backend: Backend, kube: &FakeKube, flags: &[&str]) -> Self {
-        Self::start_configured(backend, None, Some(kube), flags, &[]).await
+    /// No flag but the test's: the server's own defaults (address, store, auth) in its
+    /// scratch directory, which is what the embedded default's cases test.
+    pub fn bare(mut self) -> Self {
+        self.bare = true;
+        self
     }
 
-    async fn start_configured(
-        backend: Backend,
-        database: Option<&str>,
-        kube: Option<&FakeKube>,
-        flags: &[&str],
-        env: &[(&str, &str)],
-    ) -> Self {
+    fn has(&self, flag: &str) -> bool {
+        self.flags.iter().any(|f| f == flag)
+    }
+
+    /// Starts the server and waits until it listens.
+    pub async fn start(self) -> TestServer {
         sqlx::any::install_default_drivers();
-        let dir = Arc::new(ScratchDir::new());
-        let (database_url, schema) = match (database, backend) {
-            (Some(url), _) => (url.to_owned(), None),
+        let dir = Arc::new(tempfile::tempdir().expect("scratch directory"));
+        let mut command = Command::new(binary("argo-results-server"));
+        command.current_dir(dir.path());
+        if self.bare {
+            let database_url = format!("sqlite://{}", dir.path().join("argo-results.db").display());
+            command.args(&self.flags).envs(self.env);
+            return TestServer::launch(command, self.backend, dir, database_url, None).await;
+        }
+        let (database_url, schema) = match (&self.database_url, self.backend) {
+            (Some(url), _) => (url.clone(), None),
             (None, Backend::Sqlite) => (
-                format!("sqlite://{}", dir.0.join("results.db").display()),
+                format!("sqlite://{}", dir.path().join("results.db").display()),
                 None,
             ),
             (None, Backend::Postgres) => {
-                let schema = unique("t");
-                let admin = AnyPool::connect(&postgres_url())
-                    .await
-                    .expect("Postgres is not reachable");
-                sqlx::query(&format!("CREATE SCHEMA {schema}"))
-                    .execute(&admin)
-                    .await
-                    .expect("create schema");
-                admin.close().await;
+                let schema = fresh_schema().await;
                 let separator = if postgres_url().contains('?') {
                     '&'
                 } else {
@@ -178,46 +190,79 @@ impl TestServer {
                 (url, Some(schema))
             }
         };
-        let mut command = Command::new(binary("argo-results-server"));
-        if !flags.contains(&"--listen") {
+        if !self.has("--listen") {
             command.args(["--listen", "127.0.0.1:0"]);
         }
         command
             .args(["--database-url", &database_url])
             .arg("--data-dir")
-            .arg(&dir.0);
-        match kube {
-            Some(kube) => {
-                command.env("KUBECONFIG", &kube.kubeconfig);
-            }
-            None => {
-                let jwks = dir.0.join("jwks.json");
+            .arg(dir.path());
+        match self.auth {
+            Auth::TestKeys => {
+                let jwks = dir.path().join("jwks.json");
                 std::fs::write(&jwks, &tokens::keys().jwks).expect("write JWKS");
                 command.arg("--jwks-file").arg(&jwks);
-                if !flags.contains(&"--any-issuer") {
+                if !self.has("--any-issuer") {
                     command.args(["--issuer", ISSUER]);
                 }
+                if !self
+                    .flags
+                    .iter()
+                    .any(|f| f.starts_with("--require-expectation"))
+                {
+                    command.arg("--require-expectation=false");
+                }
             }
+            Auth::Kube(kube) => {
+                command.env("KUBECONFIG", &kube.kubeconfig);
+            }
+            Auth::None => {
+                command.args(["--auth", "none"]);
+            }
+            Auth::Dev => {}
         }
-        if !flags.contains(&"--rbac") {
+        let checks_tokens = matches!(self.auth, Auth::TestKeys | Auth::Kube(_));
+        if checks_tokens && !self.has("--rbac") {
             command.args(["--controller", CONTROLLER, "--reader", READER]);
         }
-        // With the test JWKS, most cases test one rule of a report apart from the pod
-        // binding, so they let the first pod bind a node. The binding rule's own cases pass
-        // `--require-expectation`; servers asking the fake API server keep the default
-        // (required), which is what they are there to show.
-        if kube.is_none() && !flags.iter().any(|f| f.starts_with("--require-expectation")) {
-            command.arg("--require-expectation=false");
+        command.args(&self.flags).envs(self.env);
+        TestServer::launch(command, self.backend, dir, database_url, schema).await
+    }
+}
+
+/// Creates a schema of its own on the test Postgres, for one server, and names it.
+async fn fresh_schema() -> String {
+    let schema = unique_schema();
+    let admin = AnyPool::connect(&postgres_url())
+        .await
+        .expect("Postgres is not reachable");
+    sqlx::query(&format!("CREATE SCHEMA {schema}"))
+        .execute(&admin)
+        .await
+        .expect("create schema");
+    admin.close().await;
+    schema
+}
+
+impl TestServer {
+    /// A server on `backend` trusting the test keys, with the test controller and reader,
+    /// on a fresh store, once [`Builder::start`] is called.
+    pub fn builder<'a>(backend: Backend) -> Builder<'a> {
+        Builder {
+            backend,
+            auth: Auth::TestKeys,
+            flags: Vec::new(),
+            env: Vec::new(),
+            database_url: None,
+            bare: false,
         }
-        command.args(flags).envs(env.iter().copied());
-        Self::launch(command, backend, dir, database_url, schema).await
     }
 
     /// Runs `command` (the server binary with its flags) and waits until it listens.
-    pub async fn launch(
+    async fn launch(
         mut command: Command,
         backend: Backend,
-        dir: Arc<ScratchDir>,
+        dir: Arc<TempDir>,
         database_url: String,
         schema: Option<String>,
     ) -> Self {
@@ -231,7 +276,7 @@ impl TestServer {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.0.join("server.log"))
+            .open(dir.path().join("server.log"))
             .expect("server log");
         if !command
             .as_std()
@@ -267,7 +312,7 @@ impl TestServer {
             .ok()
             .flatten();
         let Some(url) = url else {
-            let log = std::fs::read_to_string(dir.0.join("server.log")).unwrap_or_default();
+            let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
             panic!("the server did not start; its log:\n{log}");
         };
         let captured = Arc::clone(&stdout);
@@ -324,7 +369,7 @@ impl TestServer {
 
     /// Everything the server logged (stderr) so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.0.join("server.log")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
 
     pub fn client(&self, token: Option<String>) -> Client {
@@ -392,7 +437,7 @@ impl TestServer {
         command
             .args(&args)
             .envs(self.envs.clone())
-            .current_dir(&self.dir.0);
+            .current_dir(self.dir.path());
         command
     }
 
@@ -447,6 +492,15 @@ impl Drop for TestServer {
     }
 }
 
+/// What a wait on the server expected, and the server's log when it did not happen.
+struct WithLog<'a>(&'a str, &'a TestServer);
+
+impl std::fmt::Display for WithLog<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; the server's log:\n{}", self.0, self.1.log())
+    }
+}
+
 /// A raw answer: status, headers and body as JSON (or `null` when not JSON).
 #[derive(Debug)]
 pub struct Raw {
@@ -491,23 +545,27 @@ impl TestServer {
         Raw::read(request.body(body).send().await.expect("send")).await
     }
 
-    /// Waits until `/readyz` answers 200 (keys loaded), bounded so a hang fails the test.
+    /// Waits until `/readyz` answers 200 (keys loaded).
     pub async fn wait_ready(&self) {
-        for _ in 0..300 {
-            if self.get("/readyz", None).await.status == 200 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("the server never became ready; its log:\n{}", self.log());
+        let what = WithLog("the server becomes ready", self);
+        eventually(what, Duration::from_secs(30), async || {
+            (self.get("/readyz", None).await.status == 200).then_some(())
+        })
+        .await;
     }
 
     /// Waits until `n` feed requests are waiting inside the server (its `feed_watchers`).
     pub async fn wait_for_watchers(&self, n: u32) {
         let line = format!("argo_results_feed_watchers {n}\n");
-        while !self.get("/metrics", None).await.text.contains(&line) {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let what = WithLog(&format!("{n} feed requests wait in the server"), self);
+        eventually(what, Duration::from_secs(30), async || {
+            self.get("/metrics", None)
+                .await
+                .text
+                .contains(&line)
+                .then_some(())
+        })
+        .await;
     }
 
     /// `PUT path` of the JSON `body` with `token`.

@@ -3,11 +3,13 @@
 //! invent a workflow incarnation. The default follows how tokens are checked: on with the
 //! cluster's keys, a JWKS file or TokenReview; off with dev auth (`embedded.rs`).
 
+use std::time::Duration;
+
 use argo_results_client::proto::{ExpectationRequest, NodeResult, ProblemCode, ReportRequest};
 use argo_results_client::{Answer, ClientError};
 use argo_results_tests::fake_kube::FakeKube;
 use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Auth, Backend, TestServer, eventually};
 
 on_both_backends!(
     a_pod_reports_only_a_node_registered_for_it,
@@ -34,7 +36,7 @@ fn not_expected(answer: Result<Answer<NodeResult>, ClientError>) -> String {
 }
 
 async fn a_pod_reports_only_a_node_registered_for_it(backend: Backend) {
-    let server = TestServer::start_with(backend, REQUIRED).await;
+    let server = TestServer::builder(backend).flags(REQUIRED).start().await;
     let s = step(1);
     let final_report = s.report(Some(1), true, Some(&outputs(1)));
     let detail = not_expected(server.send(&s, &final_report).await);
@@ -51,7 +53,7 @@ async fn a_pod_reports_only_a_node_registered_for_it(backend: Backend) {
 }
 
 async fn an_impostor_whose_name_fits_cannot_take_the_node(backend: Backend) {
-    let server = TestServer::start_with(backend, REQUIRED).await;
+    let server = TestServer::builder(backend).flags(REQUIRED).start().await;
     let (workflow, node) = ("race", "race-31337");
     // The controller registers the pod before creating it, so without its UID yet.
     let expectation = ExpectationRequest {
@@ -100,7 +102,7 @@ async fn an_impostor_whose_name_fits_cannot_take_the_node(backend: Backend) {
 }
 
 async fn an_invented_incarnation_creates_nothing(backend: Backend) {
-    let server = TestServer::start_with(backend, REQUIRED).await;
+    let server = TestServer::builder(backend).flags(REQUIRED).start().await;
     let s = step(1);
     server.register(&s).await;
     // One pod, many made-up workflow UIDs: each would be a row, and the newest a new
@@ -123,7 +125,7 @@ async fn an_invented_incarnation_creates_nothing(backend: Backend) {
 }
 
 async fn a_registered_pod_uid_refuses_another_pod(backend: Backend) {
-    let server = TestServer::start_with(backend, REQUIRED).await;
+    let server = TestServer::builder(backend).flags(REQUIRED).start().await;
     let restarted = step(1).restarted();
     server.register(&restarted).await;
     let first = step(1);
@@ -137,19 +139,21 @@ async fn a_registered_pod_uid_refuses_another_pod(backend: Backend) {
 
 async fn the_default_with_the_cluster_keys_requires_expectations(backend: Backend) {
     let kube = FakeKube::start().await;
-    let server = TestServer::start_kube(backend, &kube, &["--kube-jwks"]).await;
+    let server = TestServer::builder(backend)
+        .auth(Auth::Kube(&kube))
+        .flags(&["--kube-jwks"])
+        .start()
+        .await;
     let s = step(1);
-    let mut answer = server.send(&s, &s.report(Some(1), true, None)).await;
     // The cluster's keys load in the background; until then the answer is 503.
-    for _ in 0..100 {
-        match &answer {
-            Err(error) if error.code() == Some(ProblemCode::Unavailable) => {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                answer = server.send(&s, &s.report(Some(1), true, None)).await;
-            }
-            _ => break,
-        }
-    }
+    let loaded = async || {
+        let answer = server.send(&s, &s.report(Some(1), true, None)).await;
+        let unavailable = answer
+            .as_ref()
+            .is_err_and(|error| error.code() == Some(ProblemCode::Unavailable));
+        (!unavailable).then_some(answer)
+    };
+    let answer = eventually("the cluster's keys load", Duration::from_secs(10), loaded).await;
     not_expected(answer);
     nothing_stored(&server).await;
 }

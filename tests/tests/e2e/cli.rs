@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use argo_results_client::proto::{NodeResult, ResultList};
 use argo_results_tests::fixtures::{NS, Step, UID, WF, outputs, step};
-use argo_results_tests::server::{ScratchDir, binary, free_port, now_millis};
+use argo_results_tests::server::{binary, free_port, now_millis};
 use argo_results_tests::tls::TestCa;
 use argo_results_tests::tokens::{self, READER};
 use argo_results_tests::{Backend, TestServer};
@@ -92,9 +92,9 @@ fn stderr(output: &Output) -> String {
 }
 
 async fn report_progress_then_final_then_replays(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
-    let token = token_file(&server.dir.0, &s);
+    let token = token_file(server.dir.path(), &s);
     let progress = run({
         let mut c = wait_container(server.url(), &token, &s);
         c.args(["report", "--progress", "3/10"]);
@@ -103,7 +103,7 @@ async fn report_progress_then_final_then_replays(backend: Backend) {
     .await;
     assert_eq!(progress.status.code(), Some(0), "{}", stderr(&progress));
 
-    let file = server.dir.0.join("outputs.json");
+    let file = server.dir.path().join("outputs.json");
     std::fs::write(&file, outputs(1)).expect("outputs file");
     let final_report = || {
         let mut c = wait_container(server.url(), &token, &s);
@@ -141,18 +141,21 @@ async fn report_progress_then_final_then_replays(backend: Backend) {
 
 async fn report_waits_for_a_server_that_starts_late(backend: Backend) {
     let port = free_port();
-    let dir = ScratchDir::new();
+    let dir = tempfile::tempdir().expect("scratch directory");
     let s = step(1);
-    let token = token_file(&dir.0, &s);
+    let token = token_file(dir.path(), &s);
     let mut reporting = wait_container(&format!("http://127.0.0.1:{port}"), &token, &s);
     reporting.args(["report", "--final", "--outputs", "-"]);
-    let file = dir.0.join("outputs.json");
+    let file = dir.path().join("outputs.json");
     std::fs::write(&file, outputs(1)).expect("outputs file");
     reporting.stdin(std::fs::File::open(&file).expect("open"));
     let reporter = reporting.output();
     let late_server = async {
         tokio::time::sleep(Duration::from_secs(3)).await;
-        TestServer::start_with(backend, &["--listen", &format!("127.0.0.1:{port}")]).await
+        TestServer::builder(backend)
+            .flags(&["--listen", &format!("127.0.0.1:{port}")])
+            .start()
+            .await
     };
     let (reported, server) = tokio::join!(reporter, late_server);
     let reported = reported.expect("argo-results");
@@ -177,9 +180,9 @@ async fn report_waits_for_a_server_that_starts_late(backend: Backend) {
 
 #[tokio::test]
 async fn report_gives_up_at_the_deadline_with_nothing_listening() {
-    let dir = ScratchDir::new();
+    let dir = tempfile::tempdir().expect("scratch directory");
     let s = step(1);
-    let token = token_file(&dir.0, &s);
+    let token = token_file(dir.path(), &s);
     let mut command = wait_container(&format!("http://127.0.0.1:{}", free_port()), &token, &s);
     command.args(["report", "--final", "--timeout", "5s"]);
     let output = run(command).await;
@@ -217,9 +220,9 @@ async fn report_without_its_identity_is_a_usage_error() {
 async fn report_without_a_deadline_retries_until_stored_and_past_one_gives_up(backend: Backend) {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let dir = ScratchDir::new();
+    let dir = tempfile::tempdir().expect("scratch directory");
     let with_deadline = |s: &Step, deadline: &str| {
-        let mut command = report(&url, &dir.0, s, &["--final"]);
+        let mut command = report(&url, dir.path(), s, &["--final"]);
         command.env("ARGO_DEADLINE", deadline);
         command
     };
@@ -234,7 +237,10 @@ async fn report_without_a_deadline_retries_until_stored_and_past_one_gives_up(ba
     let empty = run(with_deadline(&step(2), ""));
     let late_server = async {
         tokio::time::sleep(Duration::from_secs(3)).await;
-        TestServer::start_with(backend, &["--listen", &format!("127.0.0.1:{port}")]).await
+        TestServer::builder(backend)
+            .flags(&["--listen", &format!("127.0.0.1:{port}")])
+            .start()
+            .await
     };
     let (zero, empty, server) = tokio::join!(zero, empty, late_server);
     for output in [&zero, &empty] {
@@ -252,8 +258,8 @@ async fn report_without_a_deadline_retries_until_stored_and_past_one_gives_up(ba
 /// A progress tick that lands after the node completed is only noted, as Argo's executor
 /// only logs a failed progress update (`executor.go`, `monitorProgress`).
 async fn a_progress_tick_refused_as_completed_exits_0_and_other_refusals_exit_3(backend: Backend) {
-    let server = TestServer::start(backend).await;
-    let dir = &server.dir.0;
+    let server = TestServer::builder(backend).start().await;
+    let dir = server.dir.path();
     let s = step(1);
     let completed = server.complete(&s, 1).await.body;
 
@@ -330,8 +336,8 @@ fn seeded_sequence_file(dir: &Path) -> (PathBuf, i64) {
 /// `/var/run/argo`; sixteen processes at once, each reporting its own node so that the
 /// value each took can be read back, take every value once.
 async fn concurrent_reports_sharing_a_sequence_file_never_share_a_sequence(backend: Backend) {
-    let server = TestServer::start(backend).await;
-    let dir = &server.dir.0;
+    let server = TestServer::builder(backend).start().await;
+    let dir = server.dir.path();
     let (file, first) = seeded_sequence_file(dir);
     let steps: Vec<Step> = (0..16).map(step).collect();
     let outputs = join_all(steps.iter().map(|s| {
@@ -359,8 +365,8 @@ async fn concurrent_reports_sharing_a_sequence_file_never_share_a_sequence(backe
 }
 
 async fn an_explicit_sequence_wins_over_the_sequence_file(backend: Backend) {
-    let server = TestServer::start(backend).await;
-    let dir = &server.dir.0;
+    let server = TestServer::builder(backend).start().await;
+    let dir = server.dir.path();
     let (file, first) = seeded_sequence_file(dir);
     let s = step(1);
     let mut explicit = report(
@@ -393,8 +399,8 @@ fn members(result: &NodeResult) -> BTreeMap<String, String> {
 }
 
 async fn a_final_report_carries_phase_and_exit_code_and_keeps_outputs_byte_exact(backend: Backend) {
-    let server = TestServer::start(backend).await;
-    let dir = &server.dir.0;
+    let server = TestServer::builder(backend).start().await;
+    let dir = server.dir.path();
     let parameters = r#"[{"name":"ratio", "value":"1.50","valueFrom":{"path":"/tmp/r"}}]"#;
     let artifacts = r#"[ {"name":"main-logs","s3":{"key":"wf/pod/main.log"}} ]"#;
     let file = dir.join("outputs.json");
@@ -507,8 +513,8 @@ pub(crate) fn long_named_steps() -> (String, [Step; 3]) {
 }
 
 async fn long_names_the_root_node_and_a_template_less_node_report_and_read_back(backend: Backend) {
-    let server = TestServer::start(backend).await;
-    let dir = &server.dir.0;
+    let server = TestServer::builder(backend).start().await;
+    let dir = server.dir.path();
     let (workflow, steps) = long_named_steps();
     let file = dir.join("outputs.json");
     for (i, s) in (1..).zip(&steps) {
@@ -535,9 +541,9 @@ async fn long_names_the_root_node_and_a_template_less_node_report_and_read_back(
 
 async fn report_rereads_the_token_file_before_each_attempt(backend: Backend) {
     let port = free_port();
-    let dir = ScratchDir::new();
+    let dir = tempfile::tempdir().expect("scratch directory");
     let s = step(1);
-    let token = dir.0.join("token");
+    let token = dir.path().join("token");
     // The first token would be refused (401, which is final): only a re-read succeeds.
     std::fs::write(&token, "not-a-token").expect("token");
     let mut command = wait_container(&format!("http://127.0.0.1:{port}"), &token, &s);
@@ -546,7 +552,10 @@ async fn report_rereads_the_token_file_before_each_attempt(backend: Backend) {
     let rotate_then_serve = async {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         std::fs::write(&token, tokens::pod_token(NS, &s.pod_name, &s.pod_uid)).expect("rotate");
-        TestServer::start_with(backend, &["--listen", &format!("127.0.0.1:{port}")]).await
+        TestServer::builder(backend)
+            .flags(&["--listen", &format!("127.0.0.1:{port}")])
+            .start()
+            .await
     };
     let (reported, server) = tokio::join!(reporter, rotate_then_serve);
     let reported = reported.expect("argo-results");
@@ -556,29 +565,28 @@ async fn report_rereads_the_token_file_before_each_attempt(backend: Backend) {
 
 async fn report_trusts_the_ca_file_for_tls(backend: Backend) {
     let ca = TestCa::new("argo-results test CA");
-    let dir = ScratchDir::new();
+    let dir = tempfile::tempdir().expect("scratch directory");
     let cert = ca.server_cert();
     let (cert_file, key_file, ca_file) = (
-        dir.0.join("tls.crt"),
-        dir.0.join("tls.key"),
-        dir.0.join("ca.crt"),
+        dir.path().join("tls.crt"),
+        dir.path().join("tls.key"),
+        dir.path().join("ca.crt"),
     );
     std::fs::write(&cert_file, &cert.cert_pem).expect("cert");
     std::fs::write(&key_file, &cert.key_pem).expect("key");
     std::fs::write(&ca_file, ca.pem()).expect("ca");
-    let server = TestServer::start_with(
-        backend,
-        &[
+    let server = TestServer::builder(backend)
+        .flags(&[
             "--tls-cert",
             cert_file.to_str().expect("path"),
             "--tls-key",
             key_file.to_str().expect("path"),
-        ],
-    )
-    .await;
+        ])
+        .start()
+        .await;
     assert!(server.url().starts_with("https://"), "{}", server.url());
     let s = step(1);
-    let token = token_file(&dir.0, &s);
+    let token = token_file(dir.path(), &s);
 
     let mut untrusted = wait_container(server.url(), &token, &s);
     untrusted.args(["report", "--final", "--timeout", "2s"]);
@@ -618,7 +626,7 @@ async fn lines(
 }
 
 async fn watch_json_resumes_after_a_restart_without_gaps_or_repeats(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut command = admin(&server, &["watch", "-o", "json"]);
     command
         .stdout(std::process::Stdio::piped())
@@ -648,7 +656,7 @@ async fn watch_json_resumes_after_a_restart_without_gaps_or_repeats(backend: Bac
 }
 
 async fn get_prints_tables_json_and_yaml(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     server.complete(&step(1), 1).await;
     server.register(&step(2)).await;
     let workflow = format!("{NS}/{WF}");

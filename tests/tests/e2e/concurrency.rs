@@ -10,7 +10,7 @@ on_both_backends!(
 );
 
 async fn sixteen_identical_final_reports_store_once(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     let report = s.report(Some(1), true, Some(&outputs(1)));
@@ -35,7 +35,7 @@ async fn sixteen_identical_final_reports_store_once(backend: Backend) {
 }
 
 async fn sixteen_claims_of_one_tick_yield_one_run(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let tasks: Vec<_> = (0..16)
         .map(|_| {

@@ -24,7 +24,7 @@ fn abandon_body() -> AbandonRequest {
 }
 
 async fn expectation_registers_an_expected_result(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let s = step(1);
     let mut expectation = s.expectation();
@@ -51,7 +51,7 @@ async fn expectation_registers_an_expected_result(backend: Backend) {
 }
 
 async fn expectation_binds_the_pod(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     server.register(&s).await;
     let other = s.restarted();
@@ -72,7 +72,7 @@ async fn expectation_binds_the_pod(backend: Backend) {
 }
 
 async fn expectation_for_a_new_pod_resets_a_live_result(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let old_pod = server.pod_of(&s);
     old_pod
@@ -126,7 +126,7 @@ async fn expectation_for_a_new_pod_resets_a_live_result(backend: Backend) {
 }
 
 async fn expectation_cannot_move_a_frozen_result(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let done = server.complete(&s, 1).await;
     let controller = server.controller();
@@ -142,7 +142,7 @@ async fn expectation_cannot_move_a_frozen_result(backend: Backend) {
 }
 
 async fn abandon_freezes_a_pending_result(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let s = step(1);
     server.register(&s).await;
@@ -171,7 +171,7 @@ async fn abandon_freezes_a_pending_result(backend: Backend) {
 }
 
 async fn abandon_of_a_completed_result_returns_its_outputs(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     server.complete(&s, 1).await;
     let error = server
@@ -196,7 +196,7 @@ async fn abandon_of_a_completed_result_returns_its_outputs(backend: Backend) {
 }
 
 async fn abandon_of_an_unknown_result_is_not_found(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let error = server
         .controller()
         .abandon(NS, WF, &step(1).node_id, &abandon_body())
@@ -207,7 +207,7 @@ async fn abandon_of_an_unknown_result_is_not_found(backend: Backend) {
 }
 
 async fn delete_removes_one_incarnation_and_leaves_tombstones(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     for i in 0..3 {
         let s = step(i);

@@ -15,10 +15,10 @@ use argo_results_client::proto::{
 };
 use argo_results_client::{Client, ClientError, RunsOptions};
 use argo_results_tests::tokens::{self, CONTROLLER};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 use reqwest::Method;
 
-use super::retention::eventually;
+use super::retention::PRUNED_WITHIN;
 
 on_both_backends!(
     a_claim_holds_its_tick_under_a_lease_until_settled_once,
@@ -94,7 +94,7 @@ async fn list(server: &TestServer, options: &RunsOptions) -> argo_results_client
 }
 
 async fn a_claim_holds_its_tick_under_a_lease_until_settled_once(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let holder = controller
         .claim(
@@ -183,7 +183,7 @@ async fn a_claim_holds_its_tick_under_a_lease_until_settled_once(backend: Backen
 }
 
 async fn a_holder_that_dies_before_settling_is_taken_over_under_the_first_name(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let first = server
         .controller()
         .claim(NS, CRON, &claim(TICK))
@@ -243,7 +243,7 @@ async fn a_holder_that_dies_before_settling_is_taken_over_under_the_first_name(b
 }
 
 async fn an_expired_lease_is_taken_over_on_the_databases_clock(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let short = ClaimRequest {
         lease_seconds: Some(5),
@@ -252,21 +252,19 @@ async fn an_expired_lease_is_taken_over_on_the_databases_clock(backend: Backend)
     let first = controller.claim(NS, CRON, &short).await.expect("claim");
     // Another claimant polls; every answer until the lease ends is `already_claimed`.
     let mut refused = 0;
-    let taken = loop {
-        match controller.claim(NS, CRON, &short).await {
-            Ok(taken) => break taken,
-            Err(error) => {
-                let (code, current) = refusal(error);
-                assert_eq!(
-                    (code, current.state),
-                    (ProblemCode::AlreadyClaimed, ClaimState::Claimed)
-                );
-                refused += 1;
-                assert!(refused < 240, "the 5 s lease never expired");
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
+    let expired = async || match controller.claim(NS, CRON, &short).await {
+        Ok(taken) => Some(taken),
+        Err(error) => {
+            let (code, current) = refusal(error);
+            assert_eq!(
+                (code, current.state),
+                (ProblemCode::AlreadyClaimed, ClaimState::Claimed)
+            );
+            refused += 1;
+            None
         }
     };
+    let taken = eventually("the 5 s lease expires", Duration::from_secs(60), expired).await;
     assert!(refused > 0, "the lease held at first");
     assert!(taken.taken_over);
     // Both times are the database's, in one fixed format: as text they sort as times.
@@ -277,7 +275,7 @@ async fn an_expired_lease_is_taken_over_on_the_databases_clock(backend: Backend)
 }
 
 async fn last_scheduled_time_moves_only_when_a_tick_is_settled(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let last = async || {
         list(&server, &RunsOptions::default())
@@ -321,7 +319,7 @@ async fn last_scheduled_time_moves_only_when_a_tick_is_settled(backend: Backend)
 }
 
 async fn pages_cover_every_claim_once_newest_first(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     // Two incarnations of the name, sharing some ticks: order is (time, UID) descending.
     let mut expected = Vec::new();
@@ -406,7 +404,10 @@ async fn pages_cover_every_claim_once_newest_first(backend: Backend) {
 }
 
 async fn retention_keeps_each_cron_workflows_newest_settled_claim(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--retention-every", "100ms"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--retention-every", "100ms"])
+        .start()
+        .await;
     let controller = server.controller();
     let tick = |hour: u32| format!("2026-11-29T{hour:02}:00:00Z");
     let settle_at = async |cron: &str, uid: &str, hour: u32, settle: bool| {
@@ -442,8 +443,8 @@ async fn retention_keeps_each_cron_workflows_newest_settled_claim(backend: Backe
     db.close().await;
     settle_at(CRON, CRON_UID, 14, false).await;
 
-    eventually("the old claims are pruned", async || {
-        server.count("SELECT COUNT(*) FROM cron_claims").await == 3
+    eventually("the old claims are pruned", PRUNED_WITHIN, async || {
+        (server.count("SELECT COUNT(*) FROM cron_claims").await == 3).then_some(())
     })
     .await;
     let left: Vec<(String, ClaimState)> = list(&server, &RunsOptions::default())
@@ -479,7 +480,7 @@ async fn retention_keeps_each_cron_workflows_newest_settled_claim(backend: Backe
 }
 
 async fn bad_claims_and_settles_name_the_field_and_change_nothing(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let token = tokens::user_token(CONTROLLER);
     let post = async |path: &str, body: serde_json::Value| {
         let answer = server
@@ -609,7 +610,7 @@ impl FakeWorkflows {
 }
 
 async fn the_tick_helper_creates_once_and_stops_when_its_lease_is_lost(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let kube = FakeWorkflows::default();
     let (dying, next): (Client, Client) = (server.controller(), server.controller());
 
@@ -687,7 +688,7 @@ async fn the_tick_helper_creates_once_and_stops_when_its_lease_is_lost(backend: 
 /// is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twelve_claimants_over_two_replicas_take_an_expired_tick_over_exactly_once() {
-    let a = TestServer::start(Backend::Postgres).await;
+    let a = TestServer::builder(Backend::Postgres).start().await;
     let b = a.replica().await;
     let ticks: Vec<String> = (0..20)
         .map(|minute| format!("2026-11-29T17:{minute:02}:00Z"))

@@ -1,21 +1,17 @@
 //! API section 9: the embedded default and its dev auth, and `--auth none`.
 
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
-use argo_results_tests::server::{ScratchDir, binary};
-use argo_results_tests::{Backend, TestServer};
-use std::sync::Arc;
+use argo_results_tests::server::binary;
+use argo_results_tests::{Auth, Backend, TestServer};
 
-use tokio::process::Command;
-
-/// The server started with no flags at all in `dir` (only the port, through its environment
+/// The server started with no flags at all (only the port, through its environment
 /// variable, so tests never collide on 8080).
-async fn embedded_default(dir: Arc<ScratchDir>) -> TestServer {
-    let mut command = Command::new(binary("argo-results-server"));
-    command
-        .current_dir(&dir.0)
-        .env("ARGO_RESULTS_LISTEN", "127.0.0.1:0");
-    let database_url = format!("sqlite://{}", dir.0.join("argo-results.db").display());
-    TestServer::launch(command, Backend::Sqlite, dir, database_url, None).await
+async fn embedded_default() -> TestServer {
+    TestServer::builder(Backend::Sqlite)
+        .bare()
+        .env("ARGO_RESULTS_LISTEN", "127.0.0.1:0")
+        .start()
+        .await
 }
 
 /// The value after `prefix` on a line of the server's banner.
@@ -29,10 +25,10 @@ fn banner_line(server: &TestServer, prefix: &str) -> String {
 
 #[tokio::test]
 async fn the_embedded_default_serves_sqlite_with_dev_auth() {
-    let server = embedded_default(Arc::new(ScratchDir::new())).await;
+    let server = embedded_default().await;
     assert_eq!(server.get("/healthz", None).await.status, 200);
-    assert!(server.dir.0.join("argo-results.db").exists());
-    assert!(server.dir.0.join("argo-results-dev-key.pem").exists());
+    assert!(server.dir.path().join("argo-results.db").exists());
+    assert!(server.dir.path().join("argo-results-dev-key.pem").exists());
 
     let refused = server.get("/api/v1/whoami", None).await;
     assert_eq!(
@@ -59,7 +55,7 @@ async fn the_embedded_default_serves_sqlite_with_dev_auth() {
     let token = banner_line(&server, "export ARGO_RESULTS_TOKEN=");
     let s = step(1);
     let minted = std::process::Command::new(binary("argo-results"))
-        .current_dir(&server.dir.0)
+        .current_dir(server.dir.path())
         .args([
             "token",
             "--namespace",
@@ -101,23 +97,18 @@ async fn the_embedded_default_serves_sqlite_with_dev_auth() {
 
 #[tokio::test]
 async fn the_dev_key_survives_a_restart() {
-    let dir = Arc::new(ScratchDir::new());
-    let mut first = embedded_default(Arc::clone(&dir)).await;
+    let first = embedded_default().await;
     let token = banner_line(&first, "export ARGO_RESULTS_TOKEN=");
-    first.kill().await;
-    let second = embedded_default(dir).await;
+    let second = first.crash_and_restart().await;
     assert_eq!(second.get("/api/v1/whoami", Some(&token)).await.status, 200);
 }
 
 #[tokio::test]
 async fn auth_none_on_loopback_allows_everything_and_says_so() {
-    let dir = Arc::new(ScratchDir::new());
-    let mut command = Command::new(binary("argo-results-server"));
-    command
-        .current_dir(&dir.0)
-        .args(["--auth", "none", "--listen", "127.0.0.1:0"]);
-    let url = format!("sqlite://{}", dir.0.join("argo-results.db").display());
-    let server = TestServer::launch(command, Backend::Sqlite, dir, url, None).await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::None)
+        .start()
+        .await;
     let whoami = server.get("/api/v1/whoami", None).await;
     assert_eq!(whoami.status, 200);
     assert_eq!(

@@ -13,10 +13,10 @@ use argo_results_client::proto::{NodeResult, ProblemCode, ResultState};
 use argo_results_client::{Answer, Client, ClientError, ListOptions, RetryPolicy, TokenSource};
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
-use argo_results_tests::server::ScratchDir;
 use argo_results_tests::tokens::pod_token;
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 use futures_util::TryStreamExt;
+use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -136,21 +136,17 @@ impl Writers {
         self.acknowledged.load(Ordering::SeqCst)
     }
 
+    fn refused(&self) -> usize {
+        self.refused.load(Ordering::SeqCst)
+    }
+
     /// Waits until `condition(acknowledged, refused)` holds; fails the test after [`BOUND`].
     async fn wait_until(&self, what: &str, condition: impl Fn(usize, usize) -> bool) {
-        let deadline = Instant::now() + BOUND;
-        loop {
-            let (acknowledged, refused) =
-                (self.acknowledged(), self.refused.load(Ordering::SeqCst));
-            if condition(acknowledged, refused) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{what}: not within {BOUND:?} (acknowledged {acknowledged}, refused {refused})"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let counted = Counted(what, self);
+        eventually(counted, BOUND, async || {
+            condition(self.acknowledged(), self.refused()).then_some(())
+        })
+        .await;
     }
 
     /// Waits until [`BEFORE_FAULT`] more reports than now are acknowledged.
@@ -189,6 +185,17 @@ impl Writers {
             all.refused.extend(tally.refused);
         }
         all
+    }
+}
+
+/// What the writers were waited for, and their counts when it did not happen.
+struct Counted<'a>(&'a str, &'a Writers);
+
+impl std::fmt::Display for Counted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (what, writers) = (self.0, self.1);
+        let (acknowledged, refused) = (writers.acknowledged(), writers.refused());
+        write!(f, "{what} (acknowledged {acknowledged}, refused {refused})")
     }
 }
 
@@ -308,7 +315,7 @@ impl Aftermath {
 /// stored, nothing is stored half, and the reports cut off by the kill are stored once the
 /// executor's retry sends them again.
 async fn kill_9_under_load_loses_no_acknowledged_report(backend: Backend) {
-    let mut server = TestServer::start(backend).await;
+    let mut server = TestServer::builder(backend).start().await;
     let writers = Writers::start(server.url());
     writers
         .acknowledge_more("reports acknowledged before the kill")
@@ -334,7 +341,10 @@ async fn kill_9_under_load_loses_no_acknowledged_report(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarted_under_load_loses_nothing_and_serves_within_10s() {
     let postgres = PrivatePostgres::start();
-    let server = TestServer::start_on(Backend::Postgres, &postgres.url(), &[]).await;
+    let server = TestServer::builder(Backend::Postgres)
+        .database_url(&postgres.url())
+        .start()
+        .await;
     let writers = Writers::start(server.url());
     writers
         .acknowledge_more("reports acknowledged before the outage")
@@ -351,16 +361,16 @@ async fn postgres_restarted_under_load_loses_nothing_and_serves_within_10s() {
 
 /// A tmpfs of a test's own (mounting needs root, as in CI), unmounted when dropped.
 #[derive(Debug)]
-struct SmallDisk(ScratchDir);
+struct SmallDisk(TempDir);
 
 impl SmallDisk {
     /// `None` when this machine cannot mount one, said on stdout and stderr; with `CI` set
     /// the test fails instead, so that CI never passes without filling a disk.
     fn mount(size: &str) -> Option<Self> {
-        let dir = ScratchDir::new();
+        let dir = tempfile::tempdir().expect("scratch directory");
         let mounted = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&dir.0)
+            .arg(dir.path())
             .output();
         let why = match mounted {
             Ok(out) if out.status.success() => return Some(SmallDisk(dir)),
@@ -382,7 +392,7 @@ impl SmallDisk {
     /// Fills the disk to its last byte with a file, and returns the file.
     fn fill(&self) -> PathBuf {
         use std::io::Write;
-        let path = self.0.0.join("filler");
+        let path = self.0.path().join("filler");
         let mut file = std::fs::File::create(&path).expect("create the filler");
         for chunk in [vec![0u8; 64 * 1024], vec![0u8; 1]] {
             loop {
@@ -402,7 +412,7 @@ impl Drop for SmallDisk {
         // Lazily: a server killed on drop may still hold its files for a moment.
         let _ = std::process::Command::new("umount")
             .arg("-l")
-            .arg(&self.0.0)
+            .arg(self.0.path())
             .status();
     }
 }
@@ -416,8 +426,11 @@ async fn sqlite_on_a_full_disk_answers_503_and_recovers() {
     let Some(disk) = SmallDisk::mount("16m") else {
         return;
     };
-    let database = format!("sqlite://{}", disk.0.0.join("results.db").display());
-    let server = TestServer::start_on(Backend::Sqlite, &database, &[]).await;
+    let database = format!("sqlite://{}", disk.0.path().join("results.db").display());
+    let server = TestServer::builder(Backend::Sqlite)
+        .database_url(&database)
+        .start()
+        .await;
     let writers = Writers::start(server.url());
     writers
         .acknowledge_more("reports acknowledged before the disk fills")

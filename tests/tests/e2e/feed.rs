@@ -19,7 +19,7 @@ fn revisions(items: &[FeedItem]) -> Vec<i64> {
 }
 
 async fn feed_lists_every_change_in_revision_order_and_resumes(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     server.register(&s).await;
@@ -73,7 +73,7 @@ async fn feed_lists_every_change_in_revision_order_and_resumes(backend: Backend)
 }
 
 async fn feed_filters_by_namespace(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let s = step(1);
     server.register(&s).await;
@@ -94,7 +94,7 @@ async fn feed_filters_by_namespace(backend: Backend) {
 }
 
 async fn feed_pages_by_limit_without_gaps(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     for i in 0..5 {
         let s = step(i);
         server.register(&s).await;
@@ -122,7 +122,7 @@ async fn feed_pages_by_limit_without_gaps(backend: Backend) {
 }
 
 async fn watch_wakes_on_a_commit_and_times_out_without_one(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let reader = server.reader();
     let quiet = reader
         .feed(&FeedOptions {

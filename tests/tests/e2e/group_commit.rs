@@ -37,7 +37,7 @@ async fn batches(server: &TestServer) -> (u64, u64) {
 type Sent = tokio::task::JoinHandle<Result<Answer<NodeResult>, ClientError>>;
 
 async fn writes_sharing_a_transaction_get_their_own_outcomes(backend: Backend) {
-    let server = TestServer::start_with(backend, GATHER).await;
+    let server = TestServer::builder(backend).flags(GATHER).start().await;
     // Alone, one after the other: a frozen result, two reporting at sequence 100 (one
     // to refuse a stale report, one to take a newer one: each write below that is
     // refused or accepted touches a row of its own, so the order they arrive in does not
@@ -136,7 +136,7 @@ async fn writes_sharing_a_transaction_get_their_own_outcomes(backend: Backend) {
 /// A trigger refuses one node's row: the database fails the shared transaction, and the
 /// server retries each write alone so that only that node's request fails.
 async fn a_write_that_breaks_the_batch_fails_alone(backend: Backend) {
-    let server = TestServer::start_with(backend, GATHER).await;
+    let server = TestServer::builder(backend).flags(GATHER).start().await;
     let poisoned = step(99);
     let db = server.db().await;
     let trigger = match backend {
@@ -199,7 +199,7 @@ async fn large_batches_and_deletions_lose_nothing(backend: Backend) {
     const NODES: u32 = 1_100;
     let all = i64::from(NODES);
     const AT_ONCE: usize = 200;
-    let server = TestServer::start_with(backend, GATHER).await;
+    let server = TestServer::builder(backend).flags(GATHER).start().await;
     let controller = server.controller();
     let nodes: Vec<u32> = (0..NODES).collect();
     for wave in nodes.chunks(AT_ONCE) {

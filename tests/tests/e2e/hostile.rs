@@ -13,9 +13,9 @@ use argo_results_client::proto::token::{Audience, TokenClaims, generate_es256_ke
 use argo_results_tests::fake_kube::FakeKube;
 use argo_results_tests::fixtures::{NS, Step, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
-use argo_results_tests::server::{ScratchDir, binary, free_port};
+use argo_results_tests::server::{binary, free_port};
 use argo_results_tests::tokens::{self, CONTROLLER, READER};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Auth, Backend, TestServer, eventually};
 use futures_util::future::join_all;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -159,7 +159,7 @@ async fn admin_whoami(server: &TestServer) -> (u16, Duration) {
 /// `408 request_timeout` once the body deadline passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_bodies_lock_nobody_out() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::builder(Backend::Sqlite).start().await;
     let rss_before = server.rss_mib();
     let s = step(1);
     let mut head = put_head(&server, &result_path(&s), &pod_token(&s), 1000);
@@ -221,7 +221,7 @@ async fn stalled_bodies_lock_nobody_out() {
 /// query says (`?watch=true` included), are held within a fixed memory budget.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_megabytes_stay_within_a_budget() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::builder(Backend::Sqlite).start().await;
     let rss_before = server.rss_mib();
     let s = step(1);
     let path = format!("{}?watch=true", result_path(&s));
@@ -295,7 +295,10 @@ async fn stalled_megabytes_stay_within_a_budget() {
 /// `?watch=true` on a report is no way around `--max-in-flight`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_feed_watches() {
-    let server = TestServer::start_with(Backend::Sqlite, &["--max-in-flight", "1"]).await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--max-in-flight", "1"])
+        .start()
+        .await;
     let reports = (0..48u32).map(|i| {
         let s = step(i);
         let path = format!("{}?watch=true", result_path(&s));
@@ -321,7 +324,7 @@ async fn only_the_feed_watches() {
 /// Waiting watches have a cap of their own (`--max-watches`, 128 by default).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_watches_are_capped() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::builder(Backend::Sqlite).start().await;
     let reader = tokens::user_token(READER);
     let url = format!(
         "{}/api/v1/results?since=0&watch=true&timeoutSeconds=60",
@@ -340,11 +343,9 @@ async fn waiting_watches_are_capped() {
             })
         })
         .collect();
-    let mut waiting = 0;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let settled = async || {
         let metrics = server.get("/metrics", None).await.text;
-        waiting = metrics
+        let waiting = metrics
             .lines()
             .find_map(|line| {
                 line.strip_prefix("argo_results_feed_watchers ")?
@@ -352,10 +353,11 @@ async fn waiting_watches_are_capped() {
                     .ok()
             })
             .unwrap_or(0);
-        if watches.iter().filter(|w| w.is_finished()).count() + waiting >= 160 {
-            break;
-        }
-    }
+        let answered = watches.iter().filter(|w| w.is_finished()).count();
+        (answered + waiting >= 160).then_some(waiting)
+    };
+    let every_watch = "each of the 160 watches waits or is answered";
+    let waiting = eventually(every_watch, Duration::from_secs(10), settled).await;
     let mut refused = Vec::new();
     for watch in watches {
         if watch.is_finished() {
@@ -388,7 +390,7 @@ where
 /// keep-alive connections are all closed by the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_and_idle_connections_are_closed() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::builder(Backend::Sqlite).start().await;
     let wait = Duration::from_secs(30);
     let head = format!(
         "GET /healthz HTTP/1.1\r\nHost: {}\r\nX-Slow: ",
@@ -497,7 +499,10 @@ fn seconds(took: Option<Duration>, limit: Duration) -> String {
 /// than that is in flight, and keeps it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_http2_connections_are_closed() {
-    let server = TestServer::start_with(Backend::Sqlite, &["--idle-timeout", "2s"]).await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--idle-timeout", "2s"])
+        .start()
+        .await;
     let h2 = reqwest::Client::builder()
         .http2_prior_knowledge()
         .build()
@@ -538,7 +543,10 @@ async fn idle_http2_connections_are_closed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_flood_leaves_the_probes_working() {
     let listen = format!("127.0.0.1:{}", free_port());
-    let server = TestServer::start_with(Backend::Sqlite, &["--metrics-listen", &listen]).await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--metrics-listen", &listen])
+        .start()
+        .await;
     let limited = std::process::Command::new("prlimit")
         .args(["--nofile=1024:1024", "--pid", &server.pid().to_string()])
         .status()
@@ -656,7 +664,7 @@ const PAGE_BYTES: usize = 8 << 20;
 /// Twenty results of a megabyte: list and feed pages stop at 8 MiB and `continue` /
 /// `revision` fetch the rest, each result once and in order.
 async fn pages_stop_at_eight_mib(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     for i in 0..20 {
         let s = step(i);
         server
@@ -706,7 +714,10 @@ async fn pages_stop_at_eight_mib(backend: Backend) {
 
 /// A result larger than a page is served alone on its page.
 async fn a_page_holds_one_item_however_large(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--max-body-bytes", "10000000"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--max-body-bytes", "10000000"])
+        .start()
+        .await;
     let big = format!(
         r#"{{"parameters":[{{"name":"blob","value":"{}"}}]}}"#,
         "x".repeat(9_000_000)
@@ -742,7 +753,7 @@ async fn a_page_holds_one_item_however_large(backend: Backend) {
 /// reports (progress every tick, then its outputs) never come near it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_pod_cannot_flood_the_feed() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::builder(Backend::Sqlite).start().await;
     let server = &server;
     let put = |s: &Step, body: String| {
         let (path, token) = (result_path(s), pod_token(s));
@@ -854,12 +865,11 @@ async fn whoami_all(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_never_reaches_token_review() {
     let kube = FakeKube::start().await;
-    let server = TestServer::start_kube(
-        Backend::Sqlite,
-        &kube,
-        &["--token-review", "--kube-api-qps", "5"],
-    )
-    .await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::Kube(&kube))
+        .flags(&["--token-review", "--kube-api-qps", "5"])
+        .start()
+        .await;
     server.wait_ready().await;
     let expired = |i: usize| {
         let mut claims = tokens::user_claims(&format!("system:serviceaccount:argo:expired-{i}"));
@@ -923,7 +933,11 @@ async fn garbage_never_reaches_token_review() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_api_server_gets_bounded_waits() {
     let kube = FakeKube::start().await;
-    let server = TestServer::start_kube(Backend::Sqlite, &kube, &["--token-review"]).await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::Kube(&kube))
+        .flags(&["--token-review"])
+        .start()
+        .await;
     server.wait_ready().await;
     kube.delay_reviews(Duration::from_secs(3));
     let tokens: Vec<String> = (0..40)
@@ -965,12 +979,11 @@ async fn a_slow_api_server_gets_bounded_waits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbac_floods_stay_off_the_api_server() {
     let kube = FakeKube::start().await;
-    let server = TestServer::start_kube(
-        Backend::Sqlite,
-        &kube,
-        &["--kube-jwks", "--rbac", "--kube-api-qps", "5"],
-    )
-    .await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::Kube(&kube))
+        .flags(&["--kube-jwks", "--rbac", "--kube-api-qps", "5"])
+        .start()
+        .await;
     server.wait_ready().await;
     let reader = tokens::user_token(READER);
     let feed = |namespace: String| {
@@ -1031,12 +1044,15 @@ async fn rbac_floods_stay_off_the_api_server() {
 /// `--jwks-file` trusts any issuer only when told so with `--any-issuer`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_issuer_is_required_with_a_jwks_file() {
-    let dir = ScratchDir::new();
-    let jwks = dir.0.join("jwks.json");
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let jwks = dir.path().join("jwks.json");
     std::fs::write(&jwks, &tokens::keys().jwks).expect("JWKS");
     let mut child = Command::new(binary("argo-results-server"))
         .args(["--listen", "127.0.0.1:0", "--database-url"])
-        .arg(format!("sqlite://{}", dir.0.join("results.db").display()))
+        .arg(format!(
+            "sqlite://{}",
+            dir.path().join("results.db").display()
+        ))
         .arg("--jwks-file")
         .arg(&jwks)
         .env("RUST_LOG", "warn")
@@ -1072,12 +1088,15 @@ async fn the_issuer_is_required_with_a_jwks_file() {
         ..tokens::user_claims(READER)
     };
     let foreign = tokens::sign(&tokens::rs256(), &foreign);
-    let strict = TestServer::start(Backend::Sqlite).await;
+    let strict = TestServer::builder(Backend::Sqlite).start().await;
     assert_eq!(
         strict.get("/api/v1/whoami", Some(&foreign)).await.status,
         401
     );
-    let lenient = TestServer::start_with(Backend::Sqlite, &["--any-issuer"]).await;
+    let lenient = TestServer::builder(Backend::Sqlite)
+        .flags(&["--any-issuer"])
+        .start()
+        .await;
     assert_eq!(
         lenient.get("/api/v1/whoami", Some(&foreign)).await.status,
         200
@@ -1113,12 +1132,12 @@ async fn readiness_says_only_ready_or_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_files_are_private() {
     use std::os::unix::fs::PermissionsExt;
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::builder(Backend::Sqlite).start().await;
     server.complete(&step(1), 1).await;
     let modes: Vec<(String, u32)> = ["results.db", "results.db-wal", "results.db-shm"]
         .iter()
         .map(|name| {
-            let metadata = std::fs::metadata(server.dir.0.join(name)).expect(name);
+            let metadata = std::fs::metadata(server.dir.path().join(name)).expect(name);
             (name.to_string(), metadata.permissions().mode() & 0o777)
         })
         .collect();
@@ -1139,22 +1158,13 @@ async fn sqlite_files_are_private() {
 /// dev banner) as on stderr, is a JSON object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_are_json_on_every_line() {
-    let dir = Arc::new(ScratchDir::new());
     let metrics = format!("127.0.0.1:{}", free_port());
-    let mut command = Command::new(binary("argo-results-server"));
-    command
-        .args([
-            "--log-format",
-            "json",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            &metrics,
-        ])
+    let server = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::Dev)
+        .flags(&["--log-format", "json", "--metrics-listen", &metrics])
         .env("RUST_LOG", "info")
-        .current_dir(&dir.0);
-    let database_url = format!("sqlite://{}", dir.0.join("argo-results.db").display());
-    let server = TestServer::launch(command, Backend::Sqlite, dir, database_url, None).await;
+        .start()
+        .await;
     server.get("/api/v1/whoami", None).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let stdout = server.stdout();

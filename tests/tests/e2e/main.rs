@@ -1,5 +1,9 @@
-//! The contract suite: every rule of docs/api.md, against the real server binary, once on
-//! Postgres and once on SQLite (`<module>::postgres::<case>` and `<module>::sqlite::<case>`).
+//! The contract suite: every rule of docs/api.md, against the real server binary. A case
+//! whose outcome the store decides runs on Postgres and on SQLite
+//! (`<module>::postgres::<case>` and `<module>::sqlite::<case>`). The others are plain
+//! tests (`<module>::<case>`) on one store: Postgres for replicas and its own faults,
+//! SQLite (the embedded default) for the rest, among them every case answered before any
+//! store access (tokens, roles, refused input).
 
 /// Runs each listed `async fn case(Backend)` of the enclosing module on both backends.
 macro_rules! on_both_backends {

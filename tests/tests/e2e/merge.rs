@@ -31,7 +31,7 @@ async fn stored(server: &TestServer, node_id: &str) -> NodeResult {
 }
 
 async fn a_resource_templates_parameters_survive_its_log_artifact(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     // `main` (argoexec resource) reports the resource's parameters, not final.
     let main = server
@@ -60,7 +60,7 @@ async fn a_resource_templates_parameters_survive_its_log_artifact(backend: Backe
 }
 
 async fn null_removes_a_key_and_arrays_are_replaced_whole(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let first = r#"{"parameters":[{"name":"a","value":"1"},{"name":"b","value":"2"}],"result":"hello","custom":{"x":1,"y":2}}"#;
     server
@@ -80,7 +80,7 @@ async fn null_removes_a_key_and_arrays_are_replaced_whole(backend: Backend) {
 }
 
 async fn after_completion_a_patch_that_changes_nothing_is_a_replay(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let mut done = s.report(Some(1), true, Some(BOTH));
     done.progress = Some("10/10".into());
@@ -124,7 +124,10 @@ async fn after_completion_a_patch_that_changes_nothing_is_a_replay(backend: Back
 }
 
 async fn merged_outputs_are_bounded_and_a_refusal_changes_nothing(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--max-body-bytes", "4096"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--max-body-bytes", "4096"])
+        .start()
+        .await;
     let s = step(1);
     let half = |name: &str| format!(r#"{{"{name}":"{}"}}"#, "x".repeat(2500));
     let first = server

@@ -86,7 +86,10 @@ async fn register_report_and_read(server: &TestServer, node: &Node, pod_uid: &st
 }
 
 async fn the_longest_names_argo_accepts_report_and_read_back(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--require-expectation"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--require-expectation"])
+        .start()
+        .await;
     let node = longest();
     assert_eq!(
         (node.workflow.len(), node.node_id.len(), node.pod_name.len()),
@@ -96,7 +99,10 @@ async fn the_longest_names_argo_accepts_report_and_read_back(backend: Backend) {
 }
 
 async fn the_root_node_and_a_template_less_node_report(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--require-expectation"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--require-expectation"])
+        .start()
+        .await;
     let root = Node {
         workflow: "hello-root".into(),
         node_id: "hello-root".into(),
@@ -112,7 +118,7 @@ async fn the_root_node_and_a_template_less_node_report(backend: Backend) {
 }
 
 async fn a_node_of_another_workflow_is_forbidden(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     // A v1 pod of workflow foo, named after its node ID, writing workflow victim's node of
     // the same name: the node ID does not belong to victim.
     let report = ReportRequest {

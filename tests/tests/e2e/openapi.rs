@@ -4,7 +4,7 @@ use argo_results_tests::{Backend, TestServer};
 
 #[tokio::test]
 async fn the_openapi_document_lists_every_operation() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::builder(Backend::Sqlite).start().await;
     let answer = server.get("/api/v1/openapi.json", None).await;
     assert_eq!(answer.status, 200);
     let document = answer.json;
@@ -83,7 +83,7 @@ async fn the_openapi_document_lists_every_operation() {
 /// show in review.
 #[tokio::test]
 async fn the_committed_openapi_document_is_the_served_one() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::builder(Backend::Sqlite).start().await;
     let served = server.get("/api/v1/openapi.json", None).await.text;
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../proto/openapi.json");
     let committed = std::fs::read_to_string(path).expect("proto/openapi.json");

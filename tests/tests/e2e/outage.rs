@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use argo_results_tests::eventually;
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
 
@@ -62,19 +63,13 @@ async fn a_database_outage_answers_503_and_recovers() {
     );
 
     postgres.resume();
-    let mut stored = None;
-    for _ in 0..100 {
-        if let Ok(answer) = client.report(NS, WF, &second.node_id, &body).await {
-            stored = Some(answer.status);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert_eq!(
-        stored,
-        Some(201),
-        "the same report succeeds once the database is back"
-    );
+    let stored = eventually(
+        "the same report succeeds once the database is back",
+        Duration::from_secs(20),
+        async || client.report(NS, WF, &second.node_id, &body).await.ok(),
+    )
+    .await;
+    assert_eq!(stored.status, 201);
     assert_eq!(server.get("/readyz", None).await.status, 200);
     let listed = server
         .client(None)

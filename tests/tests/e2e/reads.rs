@@ -52,7 +52,7 @@ async fn seed(server: &TestServer) {
 }
 
 async fn list_orders_by_node_with_a_summary_and_a_state_filter(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     seed(&server).await;
     let reader = server.reader();
     let all = reader
@@ -102,7 +102,7 @@ async fn list_orders_by_node_with_a_summary_and_a_state_filter(backend: Backend)
 }
 
 async fn list_pages_with_continue_tokens_bound_to_their_query(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     for i in 0..7 {
         let s = step(i);
         server.register(&s).await;
@@ -168,7 +168,7 @@ async fn list_pages_with_continue_tokens_bound_to_their_query(backend: Backend) 
 }
 
 async fn reads_without_a_uid_see_the_newest_incarnation(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let controller = server.controller();
     let s = step(1);
     server.register(&s).await;
@@ -212,7 +212,7 @@ async fn reads_without_a_uid_see_the_newest_incarnation(backend: Backend) {
 }
 
 async fn a_missing_result_is_not_found(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let error = server
         .reader()
         .get_result(NS, WF, &step(1).node_id, None)

@@ -6,9 +6,9 @@
 use argo_results_client::controller::{Decision, PodPhase, Reconciler, WorkflowRef};
 use argo_results_client::proto::{ProblemCode, ReportRequest};
 use argo_results_tests::fixtures::{NS, Step, UID, WF, outputs, step};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 
-use crate::retention::eventually;
+use crate::retention::PRUNED_WITHIN;
 
 on_both_backends!(
     not_reported_is_not_done,
@@ -126,7 +126,7 @@ fn logs(exit_code: u32) -> String {
 }
 
 async fn not_reported_is_not_done(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let s = step(1);
     created(&mut controller, &etl(), &s).await;
@@ -151,7 +151,7 @@ async fn not_reported_is_not_done(backend: Backend) {
 /// F11: a pod deleted (drain, Karpenter) after its final report; the controller never saw
 /// its status, so the result says how the step ended, and its outputs come along.
 async fn a_vanished_pods_node_takes_its_phase_from_the_stored_result(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let wf = etl();
     let params = r#"{"parameters":[{"name":"row-count","value":"1"}]}"#;
@@ -215,7 +215,7 @@ async fn a_vanished_pods_node_takes_its_phase_from_the_stored_result(backend: Ba
 }
 
 async fn a_pod_gone_before_reporting_is_lost_and_stays_lost(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let s = step(1);
     created(&mut controller, &etl(), &s).await;
@@ -236,7 +236,7 @@ async fn a_pod_gone_before_reporting_is_lost_and_stays_lost(backend: Backend) {
 }
 
 async fn a_failed_pod_waits_for_its_final_report_and_keeps_its_outputs(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let (wf, s) = (etl(), step(1));
     created(&mut controller, &wf, &s).await;
@@ -267,7 +267,7 @@ async fn a_failed_pod_waits_for_its_final_report_and_keeps_its_outputs(backend: 
 /// A pod is terminal only once its wait container exited, and that gets its 2xx only after
 /// the commit: what is committed is all there will be, and the abandon answers with it.
 async fn a_pod_that_ended_without_a_completed_result_is_settled_by_pod_gone(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let wf = etl();
     // The wait container was OOM-killed after a progress report (issue #13373).
@@ -323,7 +323,7 @@ async fn a_pod_that_ended_without_a_completed_result_is_settled_by_pod_gone(back
 }
 
 async fn every_namespace_is_followed_on_one_feed(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let workflows = [
         etl(),
@@ -358,7 +358,7 @@ async fn every_namespace_is_followed_on_one_feed(backend: Backend) {
 }
 
 async fn a_restarted_pods_predecessor_cannot_write(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let first = step(1);
     created(&mut controller, &etl(), &first).await;
@@ -380,7 +380,7 @@ async fn a_restarted_pods_predecessor_cannot_write(backend: Backend) {
 }
 
 async fn a_recreated_workflow_sees_nothing_of_the_first(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let s = step(1);
     created(&mut controller, &etl(), &s).await;
@@ -418,7 +418,7 @@ async fn a_recreated_workflow_sees_nothing_of_the_first(backend: Backend) {
 /// read from before the deletion, replays the tombstone in one page and the re-creation
 /// only in the next (a page holds 500 changes by default): the listed row must stay.
 async fn an_older_tombstone_replayed_after_a_listing_keeps_the_newer_row(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     server.register(&s).await;
     server.complete(&s, 1).await;
@@ -465,11 +465,10 @@ async fn an_older_tombstone_replayed_after_a_listing_keeps_the_newer_row(backend
 /// read is pruned, and it is resumed with empty memory from the workflows in flight (as the
 /// controller's Workflow informer knows them). Both decide every node alike.
 async fn a_reconciler_restarted_with_empty_memory_reaches_the_same_decisions(backend: Backend) {
-    let server = TestServer::start_with(
-        backend,
-        &["--feed-retention", "1s", "--retention-every", "100ms"],
-    )
-    .await;
+    let server = TestServer::builder(backend)
+        .flags(&["--feed-retention", "1s", "--retention-every", "100ms"])
+        .start()
+        .await;
     let workflows = [
         etl(),
         WorkflowRef {
@@ -547,7 +546,8 @@ async fn a_reconciler_restarted_with_empty_memory_reaches_the_same_decisions(bac
     while live.follow(0).await.expect("feed") > 0 {}
     eventually(
         "the history the dropped reconciler had not read is pruned",
-        async || server.count("SELECT COUNT(*) FROM changes").await == 0,
+        PRUNED_WITHIN,
+        async || (server.count("SELECT COUNT(*) FROM changes").await == 0).then_some(()),
     )
     .await;
     let pruned = server
@@ -633,7 +633,7 @@ async fn a_reconciler_restarted_with_empty_memory_reaches_the_same_decisions(bac
 }
 
 async fn long_names_the_root_node_and_a_template_less_node_are_decided(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let (name, steps) = crate::cli::long_named_steps();
     let wf = WorkflowRef { name, ..etl() };

@@ -18,7 +18,7 @@ const WRITES_EACH: u32 = 25;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_share_one_feed_and_one_claim_per_tick() {
-    let a = TestServer::start(Backend::Postgres).await;
+    let a = TestServer::builder(Backend::Postgres).start().await;
     let b = a.replica().await;
     let follower = Client::builder(b.url())
         .token(TokenSource::Value(tokens::user_token(READER)))

@@ -23,7 +23,7 @@ async fn changes(server: &TestServer) -> i64 {
 }
 
 async fn first_report_is_created_and_read_back(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     let mut report = s.report(Some(1), false, Some(&outputs(1)));
@@ -52,7 +52,7 @@ async fn first_report_is_created_and_read_back(backend: Backend) {
 }
 
 async fn replay_keeps_the_revision(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     let report = s.report(Some(2), false, Some(&outputs(1)));
@@ -70,7 +70,7 @@ async fn replay_keeps_the_revision(backend: Backend) {
 }
 
 async fn lower_sequence_is_stale_and_changes_nothing(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     let mut newer = s.report(Some(3), false, None);
@@ -95,7 +95,7 @@ async fn lower_sequence_is_stale_and_changes_nothing(backend: Backend) {
 }
 
 async fn equal_sequence_with_other_content_is_stale(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     pod.report(
@@ -122,7 +122,7 @@ async fn equal_sequence_with_other_content_is_stale(backend: Backend) {
 }
 
 async fn absent_fields_keep_stored_ones(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     let mut first = s.report(Some(1), false, Some(&outputs(1)));
@@ -145,7 +145,7 @@ async fn absent_fields_keep_stored_ones(backend: Backend) {
 }
 
 async fn final_report_completes_with_its_outputs(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     pod.report(NS, WF, &s.node_id, &s.report(Some(1), false, None))
@@ -175,7 +175,7 @@ async fn final_report_completes_with_its_outputs(backend: Backend) {
 
 /// Readers polling while final reports land never see `completed` without outputs.
 async fn completion_is_never_seen_without_outputs(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let reader = server.reader();
     let watching = tokio::spawn(async move {
         let mut completed_seen = 0;
@@ -219,7 +219,7 @@ async fn completion_is_never_seen_without_outputs(backend: Backend) {
 }
 
 async fn completed_result_is_frozen(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let pod = server.pod_of(&s);
     let mut last = s.report(Some(5), true, Some(&outputs(1)));
@@ -260,7 +260,7 @@ async fn completed_result_is_frozen(backend: Backend) {
 }
 
 async fn row_is_bound_to_the_first_pod(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let first = server.pod_of(&s);
     first
@@ -290,7 +290,7 @@ async fn row_is_bound_to_the_first_pod(backend: Backend) {
 }
 
 async fn outputs_round_trip_byte_for_byte(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let deep = format!("{}\"bottom\"{}", "[".repeat(100), "]".repeat(100));
     let texts = [
         r#"{"parameters":[{"name":"nul","value":"a\u0000b"}],"result":"\u0000"}"#.to_owned(),
@@ -320,7 +320,7 @@ async fn outputs_round_trip_byte_for_byte(backend: Backend) {
 }
 
 async fn instance_and_workflow_name_must_match_the_stored_row(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let s = step(1);
     let mut first = s.report(Some(1), false, None);
     first.instance_id = Some("controller-a".into());

@@ -9,7 +9,7 @@ use argo_results_client::proto::{FeedItem, ProblemCode};
 use argo_results_client::{FeedOptions, RetryPolicy, WatchEvent};
 use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
 use argo_results_tests::tokens::{self, READER};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 use futures_util::StreamExt;
 
 on_both_backends!(
@@ -18,29 +18,20 @@ on_both_backends!(
     results_unchanged_past_retention_are_removed_with_tombstones,
 );
 
-/// Polls `check` every 100 ms until it holds, bounded so a hang fails the test.
-pub(crate) async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..300 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("never: {what}");
-}
+/// How long the retention task, run every 100 ms by these servers, may take to prune.
+pub(crate) const PRUNED_WITHIN: Duration = Duration::from_secs(30);
 
 async fn a_reader_behind_the_history_gets_410_and_resumes(backend: Backend) {
-    let server = TestServer::start_with(
-        backend,
-        &["--feed-retention", "1s", "--retention-every", "100ms"],
-    )
-    .await;
+    let server = TestServer::builder(backend)
+        .flags(&["--feed-retention", "1s", "--retention-every", "100ms"])
+        .start()
+        .await;
     for i in 0..3 {
         server.register(&step(i)).await;
     }
     let reader = server.reader();
-    eventually("the whole history is pruned", async || {
-        server.count("SELECT COUNT(*) FROM changes").await == 0
+    eventually("the whole history is pruned", PRUNED_WITHIN, async || {
+        (server.count("SELECT COUNT(*) FROM changes").await == 0).then_some(())
     })
     .await;
     let gone = reader.feed(&FeedOptions::default()).await.expect_err("410");
@@ -82,7 +73,10 @@ async fn a_reader_behind_the_history_gets_410_and_resumes(backend: Backend) {
 }
 
 async fn results_unchanged_past_retention_are_removed_with_tombstones(backend: Backend) {
-    let server = TestServer::start_with(backend, &["--retention-every", "100ms"]).await;
+    let server = TestServer::builder(backend)
+        .flags(&["--retention-every", "100ms"])
+        .start()
+        .await;
     for i in 0..3 {
         server.register(&step(i)).await;
     }
@@ -95,8 +89,8 @@ async fn results_unchanged_past_retention_are_removed_with_tombstones(backend: B
         .execute(&db)
         .await
         .expect("age two results");
-    eventually("old results are removed", async || {
-        server.count("SELECT COUNT(*) FROM results").await == 1
+    eventually("old results are removed", PRUNED_WITHIN, async || {
+        (server.count("SELECT COUNT(*) FROM results").await == 1).then_some(())
     })
     .await;
     let left = server
@@ -132,11 +126,10 @@ async fn results_unchanged_past_retention_are_removed_with_tombstones(backend: B
 }
 
 async fn the_reconciler_relists_when_its_history_is_gone(backend: Backend) {
-    let server = TestServer::start_with(
-        backend,
-        &["--feed-retention", "1s", "--retention-every", "100ms"],
-    )
-    .await;
+    let server = TestServer::builder(backend)
+        .flags(&["--feed-retention", "1s", "--retention-every", "100ms"])
+        .start()
+        .await;
     let mut controller = Reconciler::new(server.controller(), 0);
     let s = step(1);
     controller
@@ -145,8 +138,8 @@ async fn the_reconciler_relists_when_its_history_is_gone(backend: Backend) {
         .expect("expect");
     controller.follow(0).await.expect("feed");
     server.complete(&s, 1).await;
-    eventually("the history is pruned", async || {
-        server.count("SELECT COUNT(*) FROM changes").await == 0
+    eventually("the history is pruned", PRUNED_WITHIN, async || {
+        (server.count("SELECT COUNT(*) FROM changes").await == 0).then_some(())
     })
     .await;
     // The completion's change is gone from the feed: only a re-list can show it.

@@ -13,7 +13,7 @@ use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::server::Raw;
 use argo_results_tests::tls::TestCa;
 use argo_results_tests::tokens::{self, AUDIENCE, CONTROLLER, READER};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Auth, Backend, TestServer, eventually};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::jwk::JwkSet;
@@ -35,7 +35,10 @@ async fn start(mode: Mode, flags: &[&str]) -> (Option<FakeKube>, TestServer) {
 
 async fn start_on(backend: Backend, mode: Mode, flags: &[&str]) -> (Option<FakeKube>, TestServer) {
     match mode {
-        Mode::JwksFile => (None, TestServer::start_with(backend, flags).await),
+        Mode::JwksFile => (
+            None,
+            TestServer::builder(backend).flags(flags).start().await,
+        ),
         Mode::KubeJwks | Mode::TokenReview => {
             let kube = FakeKube::start().await;
             let mode_flag = if mode == Mode::KubeJwks {
@@ -47,7 +50,11 @@ async fn start_on(backend: Backend, mode: Mode, flags: &[&str]) -> (Option<FakeK
                 .into_iter()
                 .chain(flags.iter().copied())
                 .collect();
-            let server = TestServer::start_kube(backend, &kube, &all).await;
+            let server = TestServer::builder(backend)
+                .auth(Auth::Kube(&kube))
+                .flags(&all)
+                .start()
+                .await;
             server.wait_ready().await;
             (Some(kube), server)
         }
@@ -550,15 +557,10 @@ async fn cluster_keys_rotate_without_a_restart_and_survive_a_failing_endpoint() 
     kube.set_jwks(jwks);
     // The unknown kid above refreshed the keys less than 30 s ago; the next refresh for an
     // unknown kid waits that long, so wait for it once.
-    let mut status = 0;
-    for _ in 0..40 {
-        status = server.get("/api/v1/whoami", Some(&token)).await.status;
-        if status == 200 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-    assert_eq!(status, 200, "the rotated key was never trusted");
+    let trusted =
+        async || (server.get("/api/v1/whoami", Some(&token)).await.status == 200).then_some(());
+    let what = "the rotated key is trusted";
+    eventually(what, Duration::from_secs(40), trusted).await;
 
     kube.fail_jwks(true);
     let stranger = sign_with_stranger("another-unknown", &tokens::user_claims(READER));
@@ -599,7 +601,11 @@ async fn cluster_keys_are_fetched_rarely() {
 async fn readiness_waits_for_the_cluster_keys() {
     let kube = FakeKube::start().await;
     kube.fail_jwks(true);
-    let server = TestServer::start_kube(Backend::Sqlite, &kube, &["--kube-jwks"]).await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::Kube(&kube))
+        .flags(&["--kube-jwks"])
+        .start()
+        .await;
     assert_eq!(server.get("/readyz", None).await.status, 503);
     let whoami = server
         .get("/api/v1/whoami", Some(&tokens::user_token(READER)))
@@ -637,7 +643,11 @@ async fn token_reviews_are_cached() {
 #[tokio::test]
 async fn rbac_decides_reads_and_controller_operations() {
     let kube = FakeKube::start().await;
-    let server = TestServer::start_kube(Backend::Sqlite, &kube, &["--kube-jwks", "--rbac"]).await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::Kube(&kube))
+        .flags(&["--kube-jwks", "--rbac"])
+        .start()
+        .await;
     server.wait_ready().await;
     let reader = tokens::user_token(READER);
     let controller = tokens::user_token(CONTROLLER);
@@ -703,12 +713,11 @@ async fn rbac_decides_reads_and_controller_operations() {
 #[tokio::test]
 async fn unbound_executor_tokens_need_the_option_and_rbac() {
     let kube = FakeKube::start().await;
-    let server = TestServer::start_kube(
-        Backend::Sqlite,
-        &kube,
-        &["--token-review", "--allow-unbound-executor-tokens"],
-    )
-    .await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::Kube(&kube))
+        .flags(&["--token-review", "--allow-unbound-executor-tokens"])
+        .start()
+        .await;
     let executor = "system:serviceaccount:argo:workflow-executor";
     let token = tokens::user_token(executor);
     // Denials are cached for 30 s: the refusal is shown with another executor account.
@@ -762,7 +771,11 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
     );
 
     // Without the option the same token is refused, and the detail says how to enable it.
-    let strict = TestServer::start_kube(Backend::Sqlite, &kube, &["--token-review"]).await;
+    let strict = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::Kube(&kube))
+        .flags(&["--token-review"])
+        .start()
+        .await;
     let (path, body) = report(NS);
     let answer = strict
         .raw(
@@ -783,9 +796,9 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
 
 #[tokio::test]
 async fn tls_is_served_and_reloaded_when_the_files_change() {
-    let dir = argo_results_tests::server::ScratchDir::new();
+    let dir = tempfile::tempdir().expect("scratch directory");
     let (first_ca, second_ca) = (TestCa::new("first CA"), TestCa::new("second CA"));
-    let (cert_file, key_file) = (dir.0.join("tls.crt"), dir.0.join("tls.key"));
+    let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
     let install = |ca: &TestCa| {
         let cert = ca.server_cert();
         std::fs::write(&key_file, &cert.key_pem).expect("key");
@@ -796,11 +809,10 @@ async fn tls_is_served_and_reloaded_when_the_files_change() {
         cert_file.to_str().expect("path"),
         key_file.to_str().expect("path"),
     ];
-    let server = TestServer::start_with(
-        Backend::Sqlite,
-        &["--tls-cert", paths[0], "--tls-key", paths[1]],
-    )
-    .await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--tls-cert", paths[0], "--tls-key", paths[1]])
+        .start()
+        .await;
     let trusting = |ca: &TestCa| {
         reqwest::Client::builder()
             .tls_certs_only([reqwest::Certificate::from_pem(ca.pem().as_bytes()).expect("ca")])
@@ -819,21 +831,18 @@ async fn tls_is_served_and_reloaded_when_the_files_change() {
     assert!(reqwest::get(&plain).await.is_err());
 
     install(&second_ca);
-    let mut reloaded = false;
-    for _ in 0..60 {
-        if trusting(&second_ca).get(&healthz).send().await.is_ok() {
-            reloaded = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    assert!(reloaded, "a new connection never saw the new certificate");
+    let reloaded = async || trusting(&second_ca).get(&healthz).send().await.ok();
+    let what = "a new connection sees the new certificate";
+    eventually(what, Duration::from_secs(30), reloaded).await;
     assert!(trusting(&first_ca).get(&healthz).send().await.is_err());
 }
 
 #[tokio::test]
 async fn the_audience_is_the_configured_one() {
-    let server = TestServer::start_with(Backend::Sqlite, &["--audience", "results.example"]).await;
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--audience", "results.example"])
+        .start()
+        .await;
     let default = tokens::user_token(READER);
     assert_eq!(
         server.get("/api/v1/whoami", Some(&default)).await.status,

@@ -26,7 +26,7 @@ use argo_results_client::controller::{Decision, PodPhase, Reconciler, WorkflowRe
 use argo_results_client::proto::{PROTOCOL_VERSION, ReportRequest, ResultState};
 use argo_results_tests::fixtures::NS;
 use argo_results_tests::tokens::{self, CONTROLLER};
-use argo_results_tests::{Backend, TestServer};
+use argo_results_tests::{Backend, TestServer, eventually};
 use futures_util::future::join_all;
 use serde_json::value::RawValue;
 
@@ -167,17 +167,9 @@ async fn controller<'a>(
 
 /// Every report lands in the end, however late (bounded so that a hang fails the test).
 async fn every_report_lands(server: &TestServer, reports: i64) {
-    for _ in 0..100 {
-        if server
-            .count("SELECT COUNT(*) FROM results WHERE state = 'completed'")
-            .await
-            == reports
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("not every report was stored");
+    let completed = "SELECT COUNT(*) FROM results WHERE state = 'completed'";
+    let landed = async || (server.count(completed).await == reports).then_some(());
+    eventually("every report is stored", Duration::from_secs(30), landed).await;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,7 +287,7 @@ async fn dag_runs(server: &TestServer, rule: DagRule) -> Violations {
 }
 
 async fn the_reconciler_never_loses_outputs_when_results_lag(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let ours = tokio::time::timeout(RUNS_TIMEOUT, dag_runs(&server, DagRule::Reconciler))
         .await
         .expect("the runs finished");
@@ -534,7 +526,7 @@ async fn flat_runs(server: &TestServer, rule: FlatRule) -> Losses {
 async fn argo_v4_loses_logs_optional_artifacts_and_failed_outputs_that_the_reconciler_keeps(
     backend: Backend,
 ) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::builder(backend).start().await;
     let ours = tokio::time::timeout(RUNS_TIMEOUT, flat_runs(&server, FlatRule::Reconciler))
         .await
         .expect("the runs finished");
