@@ -11,6 +11,7 @@ pub mod feed;
 pub mod http;
 pub mod listener;
 pub mod metrics;
+pub mod paths;
 pub mod rate;
 pub mod retention;
 pub mod store;
