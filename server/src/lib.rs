@@ -7,10 +7,10 @@ pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod console;
-pub mod feed;
 pub mod http;
 pub mod listener;
 pub mod metrics;
+pub mod paths;
 pub mod rate;
 pub mod retention;
 pub mod store;
@@ -33,7 +33,7 @@ use auth::token_review::TokenReviewer;
 use auth::{Authenticator, Authorizer, KubeApi, RoleLists, Verifier};
 use config::{AuthMode, Config, LogFormat};
 use listener::Guard;
-use store::{ReportPolicy, SqlStore, StoreError};
+use store::{ReportPolicy, StoreError};
 use validate::Limits;
 
 /// Connections open at once on the `--metrics-listen` address, at most.
@@ -220,7 +220,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         );
     }
     let metrics = Arc::new(metrics::Metrics::new());
-    let store = SqlStore::connect(
+    let store = store::open(
         &config.database_url(),
         config.max_connections,
         config.batching(),
@@ -229,7 +229,6 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     )
     .await?;
     let (stop, stopping) = watch::channel(false);
-    let store: Arc<dyn store::Store> = Arc::new(store);
     retention::spawn(
         retention::Retention {
             feed: config.feed_retention,

@@ -8,7 +8,6 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::auth::Reason;
-use crate::store::Pruned;
 
 /// What became of a report that reached the store; never a node ID or other unbounded
 /// value. (The label values are the variants' names, hence their case.)
@@ -260,11 +259,12 @@ impl Metrics {
         self.commits.observe(took.as_secs_f64());
     }
 
-    pub fn retained(&self, pruned: Pruned) {
+    /// One retention pass deleted these results, feed changes and cron claims.
+    pub fn retained(&self, results: u64, changes: u64, claims: u64) {
         for (kind, count) in [
-            ("results", pruned.results),
-            ("changes", pruned.changes),
-            ("claims", pruned.claims),
+            ("results", results),
+            ("changes", changes),
+            ("claims", claims),
         ] {
             self.retention_deleted
                 .get_or_create(&KindLabels { kind })

@@ -35,7 +35,7 @@ pub fn spawn(retention: Retention, store: Arc<dyn Store>, metrics: Arc<Metrics>)
                 claims: before(retention.claims),
             };
             match store.prune(before).await {
-                Ok(pruned) => metrics.retained(pruned),
+                Ok(pruned) => metrics.retained(pruned.results, pruned.changes, pruned.claims),
                 Err(error) => tracing::warn!(%error, "retention pass failed; trying again later"),
             }
             // The same pass counts the results still awaited, for the pending gauge.

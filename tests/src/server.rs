@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use argo_results_client::Client;
-use sqlx::AnyPool;
+use sqlx::{PgPool, SqlitePool};
 use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -15,6 +15,34 @@ use tokio::process::{Child, Command};
 use crate::eventually;
 use crate::fake_kube::FakeKube;
 use crate::tokens::{self, CONTROLLER, ISSUER, READER};
+
+/// A connection pool to a test server's database, on its own driver.
+#[derive(Debug)]
+pub enum Db {
+    Postgres(PgPool),
+    Sqlite(SqlitePool),
+}
+
+impl Db {
+    pub async fn close(&self) {
+        match self {
+            Db::Postgres(pool) => pool.close().await,
+            Db::Sqlite(pool) => pool.close().await,
+        }
+    }
+}
+
+/// Runs `$body` with `$pool` bound to the pool of a [`Db`], whichever database it is: the
+/// same SQL text (with `$n` parameters) runs on both.
+#[macro_export]
+macro_rules! on_db {
+    ($db:expr, |$pool:ident| $body:expr) => {
+        match $db {
+            $crate::server::Db::Postgres($pool) => $body,
+            $crate::server::Db::Sqlite($pool) => $body,
+        }
+    };
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -161,7 +189,6 @@ impl<'a> Builder<'a> {
 
     /// Starts the server and waits until it listens.
     pub async fn start(self) -> TestServer {
-        sqlx::any::install_default_drivers();
         let dir = Arc::new(tempfile::tempdir().expect("scratch directory"));
         let mut command = Command::new(binary("argo-results-server"));
         command.current_dir(dir.path());
@@ -233,7 +260,7 @@ impl<'a> Builder<'a> {
 /// Creates a schema of its own on the test Postgres, for one server, and names it.
 async fn fresh_schema() -> String {
     let schema = unique_schema();
-    let admin = AnyPool::connect(&postgres_url())
+    let admin = PgPool::connect(&postgres_url())
         .await
         .expect("Postgres is not reachable");
     sqlx::query(&format!("CREATE SCHEMA {schema}"))
@@ -266,7 +293,6 @@ impl TestServer {
         database_url: String,
         schema: Option<String>,
     ) -> Self {
-        sqlx::any::install_default_drivers();
         let args = command.as_std().get_args().map(ToOwned::to_owned).collect();
         let envs = command
             .as_std()
@@ -389,17 +415,23 @@ impl TestServer {
         self.client(Some(tokens::pod_token(namespace, pod_name, pod_uid)))
     }
 
-    /// The server's database, to check what was stored.
-    pub async fn db(&self) -> AnyPool {
-        AnyPool::connect(&self.database_url)
-            .await
-            .expect("connect to the store")
+    /// The server's database, to check what was stored; statements run on it through
+    /// [`on_db!`](crate::on_db).
+    pub async fn db(&self) -> Db {
+        let db = match self.backend {
+            Backend::Postgres => PgPool::connect(&self.database_url).await.map(Db::Postgres),
+            Backend::Sqlite => SqlitePool::connect(&self.database_url)
+                .await
+                .map(Db::Sqlite),
+        };
+        db.expect("connect to the store")
     }
 
     /// One integer from the store, e.g. `SELECT COUNT(*) FROM results`.
     pub async fn count(&self, sql: &str) -> i64 {
         let db = self.db().await;
-        let n: i64 = sqlx::query_scalar(sql).fetch_one(&db).await.expect("count");
+        let n: i64 = crate::on_db!(&db, |pool| sqlx::query_scalar(sql).fetch_one(pool).await)
+            .expect("count");
         db.close().await;
         n
     }
@@ -480,7 +512,7 @@ impl Drop for TestServer {
                 .build();
             if let Ok(runtime) = runtime {
                 runtime.block_on(async {
-                    if let Ok(admin) = AnyPool::connect(&postgres_url()).await {
+                    if let Ok(admin) = PgPool::connect(&postgres_url()).await {
                         let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
                         let _ = sqlx::query(&drop).execute(&admin).await;
                         admin.close().await;

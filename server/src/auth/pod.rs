@@ -3,7 +3,7 @@
 use argo_results_proto::ReportRequest;
 
 use super::{AuthError, Authenticator, Caller};
-use crate::http::NodePath;
+use crate::paths::NodePath;
 
 /// Argo's v2 pod names cut `<workflow>-<template>` to this length before `-<hash>`
 /// (`workflow/util/pod_name.go`, `ensurePodNamePrefixLength`: 253 - 10 - 1 - 1).

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::auth::AuthError;
-use crate::store::{Refusal, StoreError};
+use crate::store::{FailureKind, Refusal, StoreError};
 use crate::validate::FieldError;
 
 /// Seconds a client should wait before retrying a shed or failed request.
@@ -138,7 +138,7 @@ impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         let refusal = match error {
             StoreError::Refused(refusal) => refusal,
-            other if other.kind() == Some("unavailable") => {
+            other if other.failure() == Some(FailureKind::Unavailable) => {
                 tracing::warn!(error = %other, "database unavailable");
                 return ApiError::new(
                     ProblemCode::Unavailable,

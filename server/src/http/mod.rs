@@ -14,7 +14,6 @@ mod params;
 mod pod_writes;
 
 pub use overload::Admission;
-pub use params::NodePath;
 pub use pod_writes::PodWrites;
 mod probes;
 mod results;

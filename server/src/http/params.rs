@@ -1,52 +1,17 @@
 //! Path and query parameters, checked against Kubernetes naming before any handler runs.
 
 use argo_results_proto::ProblemCode;
-use argo_results_proto::schema::{Namespace, ObjectName};
 use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use utoipa::IntoParams;
 
 use super::error::ApiError;
+pub use crate::paths::{CronPath, NodePath, WorkflowPath};
 use crate::validate::{FieldError, dns_label, dns_subdomain};
 
 /// A path or query parameter that breaks a naming rule.
 pub fn invalid_parameter(error: FieldError) -> ApiError {
     ApiError::new(ProblemCode::InvalidParameter, error.detail).with_field(error.field)
-}
-
-/// `/namespaces/{namespace}/workflows/{workflow}`
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct WorkflowPath {
-    #[param(value_type = Namespace)]
-    pub namespace: String,
-    #[param(value_type = ObjectName)]
-    pub workflow: String,
-}
-
-/// `/namespaces/{namespace}/workflows/{workflow}/nodes/{nodeId}`
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct NodePath {
-    #[param(value_type = Namespace)]
-    pub namespace: String,
-    #[param(value_type = ObjectName)]
-    pub workflow: String,
-    #[serde(rename = "nodeId")]
-    #[param(value_type = ObjectName)]
-    pub node_id: String,
-}
-
-/// `/namespaces/{namespace}/cronworkflows/{name}`
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct CronPath {
-    #[param(value_type = Namespace)]
-    pub namespace: String,
-    #[param(value_type = ObjectName)]
-    pub name: String,
 }
 
 pub trait CheckNames {

@@ -7,13 +7,13 @@
 //! clock only, so replicas with skewed clocks still agree on whose lease has expired.
 
 use argo_results_proto::{Claim, ClaimState};
-use sqlx::Row as _;
-use sqlx::any::AnyRow;
+use sqlx::{ColumnIndex, Decode, FromRow, Type};
 
-use super::{NewClaim, Refusal, Settled, Settlement, StoreError};
+use super::error::Refusal;
+use super::model::{NewClaim, Settled, Settlement};
 use crate::clock::{format_millis, format_scheduled};
 
-/// The columns of `cron_claims`, in the order the insert binds them.
+/// The columns of `cron_claims`, in the order `FromRow` reads them and the insert binds them.
 macro_rules! claim_columns {
     () => {
         "cron_workflow_uid, scheduled_time, namespace, cron_workflow, workflow_name, state, \
@@ -41,26 +41,6 @@ pub(super) struct ClaimRow {
 }
 
 impl ClaimRow {
-    pub fn decode(row: &AnyRow) -> Result<Self, StoreError> {
-        let state: String = row.try_get("state")?;
-        Ok(ClaimRow {
-            cron_workflow_uid: row.try_get("cron_workflow_uid")?,
-            scheduled_time: row.try_get("scheduled_time")?,
-            namespace: row.try_get("namespace")?,
-            cron_workflow: row.try_get("cron_workflow")?,
-            workflow_name: row.try_get("workflow_name")?,
-            state: ClaimState::parse(&state)
-                .ok_or_else(|| StoreError::Corrupt(format!("unknown claim state {state:?}")))?,
-            claim_id: row.try_get("claim_id")?,
-            claimed_at: row.try_get("claimed_at")?,
-            lease_expires_at: row.try_get("lease_expires_at")?,
-            takeovers: row.try_get("takeovers")?,
-            settled_at: row.try_get("settled_at")?,
-            workflow_uid: row.try_get("workflow_uid")?,
-            reason: row.try_get("reason")?,
-        })
-    }
-
     /// The API form for anyone but the holder: without the `claimId`, which would let its
     /// reader settle the holder's tick.
     pub fn public(self) -> Claim {
@@ -88,6 +68,38 @@ impl ClaimRow {
             claim_id: Some(claim_id),
             ..self.public()
         }
+    }
+}
+
+/// Decodes a row selected as `claim_columns!`, by position.
+impl<'r, R> FromRow<'r, R> for ClaimRow
+where
+    R: sqlx::Row,
+    usize: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    &'r str: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let state: &str = row.try_get(5)?;
+        Ok(ClaimRow {
+            cron_workflow_uid: row.try_get(0)?,
+            scheduled_time: row.try_get(1)?,
+            namespace: row.try_get(2)?,
+            cron_workflow: row.try_get(3)?,
+            workflow_name: row.try_get(4)?,
+            state: ClaimState::parse(state).ok_or_else(|| sqlx::Error::ColumnDecode {
+                index: "state".into(),
+                source: format!("unknown claim state {state:?}").into(),
+            })?,
+            claim_id: row.try_get(6)?,
+            claimed_at: row.try_get(7)?,
+            lease_expires_at: row.try_get(8)?,
+            takeovers: row.try_get(9)?,
+            settled_at: row.try_get(10)?,
+            workflow_uid: row.try_get(11)?,
+            reason: row.try_get(12)?,
+        })
     }
 }
 

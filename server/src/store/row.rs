@@ -2,13 +2,13 @@
 
 use argo_results_proto::{NodeResult, ResultState};
 use serde_json::value::RawValue;
-use sqlx::Row as _;
-use sqlx::any::AnyRow;
+use sqlx::{ColumnIndex, Decode, FromRow, Type};
 
-use super::{ResultKey, StoreError};
+use super::error::StoreError;
+use super::model::ResultKey;
 use crate::clock::format_millis;
 
-/// The columns of `results`, in the order the upsert binds them (`bulk::bind_row`).
+/// The columns of `results`, in the order `FromRow` reads them and the upserts bind them.
 macro_rules! result_columns {
     () => {
         "namespace, workflow_uid, node_id, workflow, pod_name, pod_uid, instance_id, state, \
@@ -68,32 +68,6 @@ impl Row {
         }
     }
 
-    pub fn decode(row: &AnyRow) -> Result<Self, StoreError> {
-        let state: String = row.try_get("state")?;
-        Ok(Row {
-            namespace: row.try_get("namespace")?,
-            workflow_uid: row.try_get("workflow_uid")?,
-            node_id: row.try_get("node_id")?,
-            workflow: row.try_get("workflow")?,
-            pod_name: row.try_get("pod_name")?,
-            pod_uid: row.try_get("pod_uid")?,
-            instance_id: row.try_get("instance_id")?,
-            state: ResultState::parse(&state)
-                .ok_or_else(|| StoreError::Corrupt(format!("unknown state {state:?}")))?,
-            phase: row.try_get("phase")?,
-            message: row.try_get("message")?,
-            progress: row.try_get("progress")?,
-            outputs: row.try_get("outputs")?,
-            sequence: row.try_get("sequence")?,
-            revision: row.try_get("revision")?,
-            created_revision: row.try_get("created_revision")?,
-            created_at: row.try_get("created_at")?,
-            updated_at: row.try_get("updated_at")?,
-            completed_at: row.try_get("completed_at")?,
-            abandon_reason: row.try_get("abandon_reason")?,
-        })
-    }
-
     /// The API form. Reads convert rows they are done with, so nothing is copied twice.
     pub fn into_api(self) -> Result<NodeResult, StoreError> {
         let outputs =
@@ -122,6 +96,44 @@ impl Row {
             updated_at: format_millis(self.updated_at),
             completed_at: self.completed_at.map(format_millis),
             abandon_reason: self.abandon_reason,
+        })
+    }
+}
+
+/// Decodes a row selected as `result_columns!`, by position: the same on both databases.
+impl<'r, R> FromRow<'r, R> for Row
+where
+    R: sqlx::Row,
+    usize: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    &'r str: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let state: &str = row.try_get(7)?;
+        Ok(Row {
+            namespace: row.try_get(0)?,
+            workflow_uid: row.try_get(1)?,
+            node_id: row.try_get(2)?,
+            workflow: row.try_get(3)?,
+            pod_name: row.try_get(4)?,
+            pod_uid: row.try_get(5)?,
+            instance_id: row.try_get(6)?,
+            state: ResultState::parse(state).ok_or_else(|| sqlx::Error::ColumnDecode {
+                index: "state".into(),
+                source: format!("unknown state {state:?}").into(),
+            })?,
+            phase: row.try_get(8)?,
+            message: row.try_get(9)?,
+            progress: row.try_get(10)?,
+            outputs: row.try_get(11)?,
+            sequence: row.try_get(12)?,
+            revision: row.try_get(13)?,
+            created_revision: row.try_get(14)?,
+            created_at: row.try_get(15)?,
+            updated_at: row.try_get(16)?,
+            completed_at: row.try_get(17)?,
+            abandon_reason: row.try_get(18)?,
         })
     }
 }

@@ -3,8 +3,10 @@
 use argo_results_proto::ResultState;
 use serde_json::Value;
 
+use super::error::Refusal;
+use super::merge;
+use super::model::{Expectation, Report, ResultKey};
 use super::row::Row;
-use super::{Expectation, Refusal, Report, ResultKey, merge};
 
 #[derive(Debug)]
 pub(super) enum Decision {

@@ -78,13 +78,14 @@ fn refusal(error: ClientError) -> (ProblemCode, Claim) {
 /// holders had died an hour ago.
 async fn expire_leases(server: &TestServer, cron_workflow_uid: &str) {
     let db = server.db().await;
-    sqlx::query(
+    argo_results_tests::on_db!(&db, |pool| sqlx::query(
         "UPDATE cron_claims SET lease_expires_at = lease_expires_at - 3600000 \
          WHERE cron_workflow_uid = $1",
     )
     .bind(cron_workflow_uid)
-    .execute(&db)
+    .execute(pool)
     .await
+    .map(drop))
     .expect("expire leases");
     db.close().await;
 }
@@ -432,13 +433,14 @@ async fn retention_keeps_each_cron_workflows_newest_settled_claim(backend: Backe
     settle_at("weekly", "weekly-uid", 10, true).await;
     let db = server.db().await;
     let month = 31 * 86_400_000_i64;
-    sqlx::query(
+    argo_results_tests::on_db!(&db, |pool| sqlx::query(
         "UPDATE cron_claims SET claimed_at = claimed_at - $1, \
          lease_expires_at = lease_expires_at - $1, settled_at = settled_at - $1",
     )
     .bind(month)
-    .execute(&db)
+    .execute(pool)
     .await
+    .map(drop))
     .expect("age the claims");
     db.close().await;
     settle_at(CRON, CRON_UID, 14, false).await;

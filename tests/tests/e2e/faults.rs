@@ -448,9 +448,10 @@ async fn sqlite_on_a_full_disk_answers_503_and_recovers() {
     let aftermath = Aftermath::read(&server, tally, &[PROBE]).await;
     let server = server.crash_and_restart().await;
     let db = server.db().await;
-    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
-        .fetch_one(&db)
-        .await
+    let integrity: String =
+        argo_results_tests::on_db!(&db, |pool| sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_one(pool)
+            .await)
         .expect("integrity check");
     db.close().await;
     let settled = stored(&server).await;

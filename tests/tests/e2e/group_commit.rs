@@ -107,11 +107,13 @@ async fn writes_sharing_a_transaction_get_their_own_outcomes(backend: Backend) {
     // 21 writes changed a row: 21 changes with consecutive revisions after the old head.
     let revisions: Vec<i64> = {
         let db = server.db().await;
-        sqlx::query_scalar("SELECT revision FROM changes WHERE revision > $1 ORDER BY revision")
-            .bind(head_before)
-            .fetch_all(&db)
-            .await
-            .expect("changes")
+        argo_results_tests::on_db!(&db, |pool| sqlx::query_scalar(
+            "SELECT revision FROM changes WHERE revision > $1 ORDER BY revision"
+        )
+        .bind(head_before)
+        .fetch_all(pool)
+        .await)
+        .expect("changes")
     };
     assert_eq!(
         revisions,
@@ -158,7 +160,11 @@ async fn a_write_that_breaks_the_batch_fails_alone(backend: Backend) {
         )],
     };
     for statement in trigger {
-        sqlx::query(&statement).execute(&db).await.expect("trigger");
+        argo_results_tests::on_db!(&db, |pool| sqlx::query(&statement)
+            .execute(pool)
+            .await
+            .map(drop))
+        .expect("trigger");
     }
 
     let send = |s: argo_results_tests::fixtures::Step, i: u32| -> Sent {

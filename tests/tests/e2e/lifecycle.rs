@@ -312,13 +312,14 @@ async fn a_rollback_starts_on_a_newer_schema(backend: Backend) {
     let server = TestServer::builder(backend).start().await;
     server.complete(&step(1), 1).await;
     let db = server.db().await;
-    sqlx::query(
+    argo_results_tests::on_db!(&db, |pool| sqlx::query(
         "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
          VALUES (99990101000000, 'from a newer release', TRUE, $1, 0)",
     )
     .bind(vec![0u8; 48])
-    .execute(&db)
+    .execute(pool)
     .await
+    .map(drop))
     .expect("a migration this release does not know");
     db.close().await;
     let server = server.crash_and_restart().await;

@@ -310,11 +310,14 @@ async fn outputs_round_trip_byte_for_byte(backend: Backend) {
             .await
             .expect("read");
         assert_eq!(read.outputs.expect("outputs").get(), text.as_str());
-        let stored: String = sqlx::query_scalar("SELECT outputs FROM results WHERE node_id = $1")
-            .bind(&s.node_id)
-            .fetch_one(&server.db().await)
-            .await
-            .expect("stored");
+        let db = server.db().await;
+        let stored: String = argo_results_tests::on_db!(&db, |pool| sqlx::query_scalar(
+            "SELECT outputs FROM results WHERE node_id = $1"
+        )
+        .bind(&s.node_id)
+        .fetch_one(pool)
+        .await)
+        .expect("stored");
         assert_eq!(&stored, text);
     }
 }

@@ -83,12 +83,15 @@ async fn results_unchanged_past_retention_are_removed_with_tombstones(backend: B
     // Steps 0 and 1 last changed eight days ago; step 2 just now.
     let eight_days_ago = argo_results_tests::server::now_millis() - 8 * 86_400_000;
     let db = server.db().await;
-    sqlx::query("UPDATE results SET updated_at = $1 WHERE node_id <> $2")
-        .bind(eight_days_ago)
-        .bind(step(2).node_id)
-        .execute(&db)
-        .await
-        .expect("age two results");
+    argo_results_tests::on_db!(&db, |pool| sqlx::query(
+        "UPDATE results SET updated_at = $1 WHERE node_id <> $2"
+    )
+    .bind(eight_days_ago)
+    .bind(step(2).node_id)
+    .execute(pool)
+    .await
+    .map(drop))
+    .expect("age two results");
     eventually("old results are removed", PRUNED_WITHIN, async || {
         (server.count("SELECT COUNT(*) FROM results").await == 1).then_some(())
     })

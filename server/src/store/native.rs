@@ -1,0 +1,318 @@
+//! The store over one native backend: writes of results go through the writer (group
+//! commit); reads, deletes, retention and claims are single transactions of the backend,
+//! around the shared decisions.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use argo_results_proto::{Claim, NodeResult};
+use tokio::sync::watch;
+
+use super::api::{BoxFuture, Store};
+use super::backend::Backend;
+use super::claim::{self, ClaimRow};
+use super::error::{Refusal, StoreError, StoreResult};
+use super::model::{
+    ClaimPage, ClaimQuery, Expectation, FeedChunk, ListQuery, NewClaim, PruneBefore, Pruned,
+    Report, ResultKey, ResultPage, Settlement, Written,
+};
+use super::notify::Notifier;
+use super::page::summarize;
+use super::row::Row;
+use super::rules::{self, ReportPolicy};
+use super::writer::{Batching, Queue};
+use crate::metrics::Metrics;
+
+#[derive(Debug)]
+pub(super) struct NativeStore<B: Backend> {
+    backend: B,
+    writes: Queue,
+    policy: ReportPolicy,
+    notifier: Arc<Notifier>,
+    metrics: Arc<Metrics>,
+}
+
+impl<B: Backend> NativeStore<B> {
+    /// Starts the writer over `backend`, which judges reports by `policy`. `notifier`
+    /// starts at the committed head.
+    pub(super) async fn start(
+        backend: B,
+        batching: Batching,
+        policy: ReportPolicy,
+        notifier: Arc<Notifier>,
+        metrics: Arc<Metrics>,
+    ) -> StoreResult<Self> {
+        let writes = Queue::start(
+            &backend,
+            batching,
+            Arc::clone(&notifier),
+            Arc::clone(&metrics),
+        )
+        .await?;
+        Ok(NativeStore {
+            backend,
+            writes,
+            policy,
+            notifier,
+            metrics,
+        })
+    }
+
+    /// Times a store operation and counts its failures, for the store metrics.
+    fn measured<'a, T: Send + 'a>(
+        &'a self,
+        work: impl Future<Output = StoreResult<T>> + Send + 'a,
+    ) -> BoxFuture<'a, StoreResult<T>> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let result = work.await;
+            let failure = result.as_ref().err().and_then(StoreError::failure);
+            self.metrics
+                .store_operation(started.elapsed(), failure.map(|kind| kind.as_str()));
+            result
+        })
+    }
+
+    /// A commit of this replica moved the head to `head`.
+    fn committed(&self, head: Option<i64>) {
+        if let Some(head) = head {
+            self.notifier.publish(head);
+        }
+    }
+
+    async fn take_claim(&self, claim: NewClaim) -> StoreResult<Claim> {
+        let claim_id = new_claim_id()?;
+        // On Postgres, a first claim racing this one can insert the row between the read
+        // and the insert; the second pass then reads that row, locked, and decides on it.
+        for _ in 0..2 {
+            let decide =
+                |current: Option<&ClaimRow>, now| claim::claim(current, &claim, &claim_id, now);
+            if let Some(row) = self
+                .backend
+                .claim(&claim.cron_workflow_uid, claim.scheduled_millis, decide)
+                .await?
+            {
+                return Ok(row.for_holder());
+            }
+        }
+        // Cannot happen: a row inserted by a racer holds a live lease, which retention keeps.
+        Err(StoreError::Corrupt(format!(
+            "the claim of tick {} of {} vanished while it was decided",
+            claim.scheduled_millis, claim.cron_workflow_uid
+        )))
+    }
+
+    async fn list_claims(&self, query: ClaimQuery) -> StoreResult<ClaimPage> {
+        let limit = query.limit as usize;
+        let (mut rows, last_scheduled) = self.backend.claims(query).await?;
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last()
+                .map(|row| (row.scheduled_time, row.cron_workflow_uid.clone()))
+        } else {
+            None
+        };
+        Ok(ClaimPage {
+            items: rows.into_iter().map(ClaimRow::public).collect(),
+            last_scheduled,
+            next,
+        })
+    }
+
+    async fn read_feed(
+        &self,
+        since: i64,
+        namespace: Option<String>,
+        limit: u32,
+    ) -> StoreResult<FeedChunk> {
+        let read = self
+            .backend
+            .feed(since, namespace.as_deref().unwrap_or_default(), limit)
+            .await?;
+        if since < read.pruned {
+            return Err(Refusal::Gone {
+                since,
+                pruned: read.pruned,
+                revision: read.head,
+            }
+            .into());
+        }
+        // A full page resumes after its last change; one that read everything, at the head.
+        let revision = if read.more {
+            read.last
+        } else {
+            read.head.max(since)
+        };
+        Ok(FeedChunk {
+            items: read.items,
+            revision,
+        })
+    }
+
+    async fn prune_all(&self, before: PruneBefore) -> StoreResult<Pruned> {
+        let mut pruned = Pruned::default();
+        while let Some((expired, head)) = self.backend.expire_results(before.results).await? {
+            self.committed(Some(head));
+            pruned.results += expired;
+        }
+        while let Some(deleted) = self.backend.prune_changes(before.changes).await? {
+            pruned.changes += deleted;
+        }
+        loop {
+            let deleted = self.backend.prune_claims(before.claims).await?;
+            if deleted == 0 {
+                return Ok(pruned);
+            }
+            pruned.claims += deleted;
+        }
+    }
+
+    fn submit<'a>(
+        &'a self,
+        key: ResultKey,
+        decide: impl Fn(Option<&Row>, &ResultKey, i64) -> rules::Decision + Send + Sync + 'static,
+    ) -> BoxFuture<'a, StoreResult<Written>> {
+        let rule_key = key.clone();
+        let decide = move |current: Option<&Row>, now| decide(current, &rule_key, now);
+        self.measured(self.writes.submit(key, Box::new(decide)))
+    }
+}
+
+/// A fresh `claimId`: a random UUID (version 4), like the UIDs Kubernetes hands out.
+fn new_claim_id() -> StoreResult<String> {
+    let mut bytes = [0u8; 16];
+    aws_lc_rs::rand::fill(&mut bytes).map_err(|_| StoreError::Random)?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
+}
+
+impl<B: Backend> Store for NativeStore<B> {
+    fn report(&self, key: ResultKey, report: Report) -> BoxFuture<'_, StoreResult<Written>> {
+        let policy = self.policy;
+        self.submit(key, move |current, key, now| {
+            rules::report(current, key, &report, &policy, now)
+        })
+    }
+
+    fn expect(
+        &self,
+        key: ResultKey,
+        expectation: Expectation,
+    ) -> BoxFuture<'_, StoreResult<Written>> {
+        self.submit(key, move |current, key, now| {
+            rules::expect(current, key, &expectation, now)
+        })
+    }
+
+    fn abandon(&self, key: ResultKey, reason: String) -> BoxFuture<'_, StoreResult<Written>> {
+        self.submit(key, move |current, key, now| {
+            rules::abandon(current, key, &reason, now)
+        })
+    }
+
+    fn delete_workflow(
+        &self,
+        namespace: String,
+        workflow: String,
+        workflow_uid: String,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        self.measured(async move {
+            let deleted = self
+                .backend
+                .delete_workflow(&namespace, &workflow, &workflow_uid)
+                .await?;
+            self.committed(deleted.map(|(_, head)| head));
+            Ok(deleted.map_or(0, |(deleted, _)| deleted))
+        })
+    }
+
+    fn get(
+        &self,
+        namespace: String,
+        workflow: String,
+        node_id: String,
+        workflow_uid: Option<String>,
+    ) -> BoxFuture<'_, StoreResult<Option<NodeResult>>> {
+        self.measured(async move {
+            let row = self
+                .backend
+                .get(&namespace, &workflow, &node_id, workflow_uid.as_deref())
+                .await?;
+            // A UID names one incarnation of one workflow name.
+            row.filter(|row| row.workflow == workflow)
+                .map(Row::into_api)
+                .transpose()
+        })
+    }
+
+    fn list(&self, query: ListQuery) -> BoxFuture<'_, StoreResult<ResultPage>> {
+        self.measured(self.backend.list(query))
+    }
+
+    fn feed(
+        &self,
+        since: i64,
+        namespace: Option<String>,
+        limit: u32,
+    ) -> BoxFuture<'_, StoreResult<FeedChunk>> {
+        self.measured(self.read_feed(since, namespace, limit))
+    }
+
+    fn claim(&self, claim: NewClaim) -> BoxFuture<'_, StoreResult<Claim>> {
+        self.measured(self.take_claim(claim))
+    }
+
+    fn settle(&self, settlement: Settlement) -> BoxFuture<'_, StoreResult<Claim>> {
+        self.measured(async move {
+            let decide = |current, now| claim::settle(current, &settlement, now);
+            let row = self
+                .backend
+                .settle(
+                    &settlement.cron_workflow_uid,
+                    settlement.scheduled_millis,
+                    decide,
+                )
+                .await?;
+            Ok(row.for_holder())
+        })
+    }
+
+    fn claims(&self, query: ClaimQuery) -> BoxFuture<'_, StoreResult<ClaimPage>> {
+        self.measured(self.list_claims(query))
+    }
+
+    fn prune(&self, before: PruneBefore) -> BoxFuture<'_, StoreResult<Pruned>> {
+        self.measured(self.prune_all(before))
+    }
+
+    fn pending(&self) -> BoxFuture<'_, StoreResult<(u64, u64)>> {
+        self.measured(async move {
+            let summary = summarize(self.backend.pending().await?)?;
+            Ok((summary.expected, summary.reporting))
+        })
+    }
+
+    fn revisions(&self) -> watch::Receiver<i64> {
+        self.notifier.subscribe()
+    }
+
+    fn ping(&self) -> BoxFuture<'_, StoreResult<()>> {
+        self.measured(async move {
+            if self.writes.stopped() {
+                return Err(StoreError::Stopped);
+            }
+            self.backend.head().await?;
+            Ok(())
+        })
+    }
+}

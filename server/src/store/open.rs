@@ -1,0 +1,40 @@
+//! Opening the store a database URL names: its backend, its migrations, its writer and,
+//! on Postgres, the follower of other replicas' commits.
+
+use std::sync::Arc;
+
+use super::api::Store;
+use super::backend::Backend;
+use super::error::{StoreError, StoreResult};
+use super::native::NativeStore;
+use super::notify::Notifier;
+use super::postgres::PgBackend;
+use super::rules::ReportPolicy;
+use super::sqlite::SqliteBackend;
+use super::writer::Batching;
+use crate::metrics::Metrics;
+
+/// Connects to `postgres://...` or `sqlite://PATH`, applies the migrations and starts
+/// the writer, which judges reports by `policy`.
+pub async fn open(
+    url: &str,
+    max_connections: u32,
+    batching: Batching,
+    policy: ReportPolicy,
+    metrics: Arc<Metrics>,
+) -> StoreResult<Arc<dyn Store>> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let backend = PgBackend::connect(url, max_connections).await?;
+        let notifier = Arc::new(Notifier::new(backend.head().await?));
+        backend.follow_commits(Arc::clone(&notifier)).await?;
+        let store = NativeStore::start(backend, batching, policy, notifier, metrics).await?;
+        Ok(Arc::new(store))
+    } else if let Some(path) = url.strip_prefix("sqlite://") {
+        let backend = SqliteBackend::connect(path, max_connections).await?;
+        let notifier = Arc::new(Notifier::new(backend.head().await?));
+        let store = NativeStore::start(backend, batching, policy, notifier, metrics).await?;
+        Ok(Arc::new(store))
+    } else {
+        Err(StoreError::UnsupportedUrl(url.to_owned()))
+    }
+}

@@ -1,0 +1,145 @@
+//! Pages of reads: at most `limit` items and 8 MiB of JSON, read in growing rounds.
+
+use argo_results_proto::{ResultState, Summary};
+
+use super::error::StoreError;
+
+/// What a page's items may weigh: API section 4 allows 8 MiB of JSON in a page, of which
+/// 4 KiB are kept for the page's envelope (summary, revision, continue token).
+const PAGE_ITEMS_BYTES: usize = (8 << 20) - 4096;
+/// Pages are read in rounds of rows, growing from the first to the last size: Postgres
+/// sends every row a query asks for, so a page of large rows reads few rows past its
+/// budget, and a page of small ones takes few rounds.
+const FIRST_ROUND: usize = 16;
+const LAST_ROUND: usize = 256;
+
+/// The items of a page being read in rounds, within its limit and byte budget; the first
+/// item is always taken, however large.
+pub(super) struct Filling<T> {
+    pub items: Vec<T>,
+    bytes: usize,
+    limit: usize,
+    /// An item was left out: more follow.
+    pub more: bool,
+    /// The rows the next round asks for, at most.
+    round: usize,
+    /// The rows the last round asked for, and how many it offered.
+    asked: usize,
+    offered: usize,
+}
+
+impl<T> Filling<T> {
+    pub fn new(limit: u32) -> Self {
+        Filling {
+            items: Vec::new(),
+            bytes: 0,
+            limit: limit as usize,
+            more: false,
+            round: FIRST_ROUND,
+            asked: 0,
+            offered: 0,
+        }
+    }
+
+    /// How many rows the next round reads (no more than fill the page, plus one that
+    /// tells whether more follow), or `None` when the page is full or the rows ran out.
+    pub fn next_round(&mut self) -> Option<usize> {
+        if self.more || self.offered < self.asked {
+            return None;
+        }
+        self.asked = self.round.min(self.limit + 1 - self.items.len());
+        self.offered = 0;
+        self.round = (self.round * 2).min(LAST_ROUND);
+        Some(self.asked)
+    }
+
+    /// Takes `item`, which weighs `size` bytes of JSON, unless the page is full.
+    pub fn offer(&mut self, item: T, size: usize) -> bool {
+        self.offered += 1;
+        // Each item after the first costs its separating comma too.
+        let full = self.items.len() == self.limit
+            || (!self.items.is_empty() && self.bytes + 1 + size > PAGE_ITEMS_BYTES);
+        if full {
+            self.more = true;
+            return false;
+        }
+        self.bytes += size + usize::from(!self.items.is_empty());
+        self.items.push(item);
+        true
+    }
+}
+
+/// The length of `value` as JSON, without writing it anywhere.
+pub(super) fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing the API's types into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// A summary from a count per state.
+pub(super) fn summarize(counts: Vec<(String, i64)>) -> Result<Summary, StoreError> {
+    let mut summary = Summary::default();
+    for (state, n) in counts {
+        let n = u64::try_from(n).unwrap_or_default();
+        match ResultState::parse(&state) {
+            Some(ResultState::Expected) => summary.expected = n,
+            Some(ResultState::Reporting) => summary.reporting = n,
+            Some(ResultState::Completed) => summary.completed = n,
+            Some(ResultState::Abandoned) => summary.abandoned = n,
+            None => return Err(StoreError::Corrupt(format!("unknown state {state:?}"))),
+        }
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Offers rows of `sizes` as the store reads them, round by round; the page's sizes
+    /// and whether more follow.
+    fn fill(limit: u32, sizes: &[usize]) -> (Vec<usize>, bool, Vec<usize>) {
+        let mut filling = Filling::new(limit);
+        let mut rows = sizes.iter();
+        let mut rounds = Vec::new();
+        while let Some(asked) = filling.next_round() {
+            rounds.push(asked);
+            for &size in rows.by_ref().take(asked) {
+                if !filling.offer(size, size) {
+                    break;
+                }
+            }
+        }
+        (filling.items, filling.more, rounds)
+    }
+
+    #[test]
+    fn pages_stop_at_their_limit_or_their_bytes() {
+        let mb = 1_000_000;
+        // Nine rows of a megabyte: eight fit in 8 MiB, the ninth says more follow.
+        let (items, more, rounds) = fill(1000, &[mb; 9]);
+        assert_eq!((items.len(), more, rounds), (8, true, vec![16]));
+        // Larger than a page: alone on its page.
+        let (items, more, _) = fill(1000, &[9 * mb, 10]);
+        assert_eq!((items, more), (vec![9 * mb], true));
+        // Small rows: rounds grow until the rows run out.
+        let (items, more, rounds) = fill(1000, &[10; 40]);
+        assert_eq!((items.len(), more, rounds), (40, false, vec![16, 32]));
+        // The limit, then one row more tells that more follow.
+        let (items, more, rounds) = fill(20, &[10; 21]);
+        assert_eq!((items.len(), more, rounds), (20, true, vec![16, 5]));
+        let (items, more, _) = fill(20, &[10; 20]);
+        assert_eq!((items.len(), more), (20, false));
+    }
+}

@@ -1,0 +1,164 @@
+//! The writing transactions on Postgres: a batch of the writer in three round trips
+//! (lock the head, load the rows, store everything and notify), and a workflow's deletion.
+
+use sqlx::{Connection as _, PgConnection, PgPool, Postgres, Transaction};
+
+use super::super::backend::{Batch, Identity};
+use super::super::changes::{self, Change, Deleted};
+use super::super::error::StoreResult;
+use super::super::row::{Row, result_columns};
+use super::super::statements::{DELETE_WORKFLOW, LOCK_HEAD, upsert_set};
+use super::channel;
+use crate::clock::now_millis;
+
+/// The stored rows of the keys `$1`, `$2`, `$3` (namespaces, workflow UIDs, node IDs).
+const LOAD: &str = concat!(
+    "SELECT ",
+    result_columns!(),
+    " FROM results WHERE (namespace, workflow_uid, node_id) IN \
+     (SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[]))"
+);
+
+/// Records changes `$2`-`$4` (revisions, namespaces, items) at `$5`, sets the head to
+/// `$1` and notifies the other replicas (delivered at commit).
+macro_rules! record_and_notify {
+    () => {
+        concat!(
+            "recorded AS (INSERT INTO changes (revision, namespace, item, recorded_at) \
+             SELECT revision, namespace, item, $5::int8 \
+             FROM UNNEST($2::int8[], $3::text[], $4::text[]) AS c(revision, namespace, item)), \
+             head AS (UPDATE store_state SET revision = $1 WHERE id = 1) \
+             SELECT pg_notify(",
+            channel!(),
+            ", $1::text)"
+        )
+    };
+}
+
+/// A whole batch in one statement: upserts the rows `$6`-`$24` (one array per column of
+/// `result_columns!`) and records and notifies as [`record_and_notify!`].
+const WRITE: &str = concat!(
+    "WITH upserted AS (INSERT INTO results (",
+    result_columns!(),
+    ") SELECT * FROM UNNEST($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], \
+     $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], \
+     $17::text[], $18::int8[], $19::int8[], $20::int8[], $21::int8[], $22::int8[], \
+     $23::int8[], $24::text[])",
+    upsert_set!(),
+    "), ",
+    record_and_notify!()
+);
+
+/// Records tombstones, sets the head and notifies, as [`record_and_notify!`].
+const RECORD: &str = concat!("WITH ", record_and_notify!());
+
+/// Runs one batch of the writer (see `Backend::write_batch`).
+pub(super) async fn batch<P>(
+    connection: &mut PgConnection,
+    keys: &[Identity<'_>],
+    plan: P,
+) -> StoreResult<Option<i64>>
+where
+    P: FnOnce(i64, Vec<Row>) -> StoreResult<Option<Batch>>,
+{
+    let mut tx = connection.begin().await?;
+    let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
+    let namespaces: Vec<&str> = keys.iter().map(|key| key.0).collect();
+    let uids: Vec<&str> = keys.iter().map(|key| key.1).collect();
+    let nodes: Vec<&str> = keys.iter().map(|key| key.2).collect();
+    // Planned afresh for every batch: a generic plan cached while `results` was small
+    // would scan it whole for every batch until autovacuum analyzes it (and the writer's
+    // long-lived connection would keep that plan).
+    let stored = sqlx::query_as::<_, Row>(LOAD)
+        .persistent(false)
+        .bind(namespaces)
+        .bind(uids)
+        .bind(nodes)
+        .fetch_all(&mut *tx)
+        .await?;
+    let Some(batch) = plan(head, stored)? else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let rows = &batch.rows;
+    let text = |column: fn(&Row) -> &str| rows.iter().map(column).collect::<Vec<_>>();
+    let optional = |column: fn(&Row) -> Option<&str>| rows.iter().map(column).collect::<Vec<_>>();
+    let number = |column: fn(&Row) -> i64| rows.iter().map(column).collect::<Vec<_>>();
+    let query = bind_changes(sqlx::query(WRITE), batch.head, &batch.changes)
+        .bind(text(|row| row.namespace.as_str()))
+        .bind(text(|row| row.workflow_uid.as_str()))
+        .bind(text(|row| row.node_id.as_str()))
+        .bind(text(|row| row.workflow.as_str()))
+        .bind(optional(|row| row.pod_name.as_deref()))
+        .bind(optional(|row| row.pod_uid.as_deref()))
+        .bind(optional(|row| row.instance_id.as_deref()))
+        .bind(text(|row| row.state.as_str()))
+        .bind(optional(|row| row.phase.as_deref()))
+        .bind(optional(|row| row.message.as_deref()))
+        .bind(optional(|row| row.progress.as_deref()))
+        .bind(optional(|row| row.outputs.as_deref()))
+        .bind(rows.iter().map(|row| row.sequence).collect::<Vec<_>>())
+        .bind(number(|row| row.revision))
+        .bind(number(|row| row.created_revision))
+        .bind(number(|row| row.created_at))
+        .bind(number(|row| row.updated_at))
+        .bind(rows.iter().map(|row| row.completed_at).collect::<Vec<_>>())
+        .bind(optional(|row| row.abandon_reason.as_deref()));
+    query.execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(Some(batch.head))
+}
+
+type Query<'q> = sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>;
+
+/// Binds `$1`-`$5` of [`record_and_notify!`].
+fn bind_changes<'q>(query: Query<'q>, head: i64, changes: &'q [Change]) -> Query<'q> {
+    query
+        .bind(head)
+        .bind(changes.iter().map(|c| c.revision).collect::<Vec<_>>())
+        .bind(
+            changes
+                .iter()
+                .map(|c| c.namespace.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind(changes.iter().map(|c| c.item.as_str()).collect::<Vec<_>>())
+        .bind(now_millis())
+}
+
+/// Records `deleted` as tombstones after `head` and commits: how many, and the new head.
+pub(super) async fn commit_tombstones(
+    mut tx: Transaction<'_, Postgres>,
+    head: i64,
+    deleted: Vec<Deleted>,
+) -> StoreResult<Option<(u64, i64)>> {
+    if deleted.is_empty() {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    let tombstones = changes::tombstones(head, deleted)?;
+    let count = tombstones.len() as i64;
+    bind_changes(sqlx::query(RECORD), head + count, &tombstones)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Some((count as u64, head + count)))
+}
+
+pub(super) async fn delete_workflow(
+    pool: &PgPool,
+    namespace: &str,
+    workflow: &str,
+    workflow_uid: &str,
+) -> StoreResult<Option<(u64, i64)>> {
+    let mut tx = pool.begin().await?;
+    let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
+    let mut deleted = sqlx::query_as::<_, Deleted>(DELETE_WORKFLOW)
+        .bind(namespace)
+        .bind(workflow)
+        .bind(workflow_uid)
+        .fetch_all(&mut *tx)
+        .await?;
+    deleted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
+    commit_tombstones(tx, head, deleted).await
+}

@@ -1,0 +1,147 @@
+//! Reads on SQLite: a page and its summary share one snapshot.
+
+use futures_util::TryStreamExt;
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::super::backend::FeedRead;
+use super::super::error::StoreResult;
+use super::super::model::{ListQuery, ResultPage};
+use super::super::page::{Filling, json_len, summarize};
+use super::super::row::Row;
+use super::super::statements::{
+    NEWEST_UID, PENDING, READ_HEAD, READ_PRUNED, SELECT_BY_KEY, SELECT_CHANGES, SELECT_PAGE,
+    SUMMARY,
+};
+use argo_results_proto::{ResultState, Summary};
+
+/// A snapshot: in WAL mode, writers never wait for it.
+pub(super) const BEGIN_READ: &str = "BEGIN";
+
+async fn newest_uid(
+    connection: &mut SqliteConnection,
+    namespace: &str,
+    workflow: &str,
+) -> StoreResult<Option<String>> {
+    Ok(sqlx::query_scalar(NEWEST_UID)
+        .bind(namespace)
+        .bind(workflow)
+        .fetch_optional(connection)
+        .await?)
+}
+
+pub(super) async fn get(
+    pool: &SqlitePool,
+    namespace: &str,
+    workflow: &str,
+    node_id: &str,
+    workflow_uid: Option<&str>,
+) -> StoreResult<Option<Row>> {
+    let mut connection = pool.acquire().await?;
+    let uid = match workflow_uid {
+        Some(uid) => uid.to_owned(),
+        None => match newest_uid(&mut connection, namespace, workflow).await? {
+            Some(uid) => uid,
+            None => return Ok(None),
+        },
+    };
+    Ok(sqlx::query_as(SELECT_BY_KEY)
+        .bind(namespace)
+        .bind(uid)
+        .bind(node_id)
+        .fetch_optional(&mut *connection)
+        .await?)
+}
+
+pub(super) async fn list(pool: &SqlitePool, query: ListQuery) -> StoreResult<ResultPage> {
+    let mut tx = pool.begin_with(BEGIN_READ).await?;
+    let revision: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(&mut *tx).await?;
+    let uid = match query.workflow_uid {
+        Some(uid) => Some(uid),
+        None => newest_uid(&mut tx, &query.namespace, &query.workflow).await?,
+    };
+    let mut page = ResultPage {
+        items: Vec::new(),
+        revision,
+        summary: Summary::default(),
+        workflow_uid: uid.clone(),
+        more: false,
+    };
+    let Some(uid) = uid else {
+        tx.rollback().await?;
+        return Ok(page);
+    };
+    let counts = sqlx::query_as(SUMMARY)
+        .bind(&query.namespace)
+        .bind(&uid)
+        .bind(&query.workflow)
+        .fetch_all(&mut *tx)
+        .await?;
+    page.summary = summarize(counts)?;
+    let state = query.state.map(ResultState::as_str).unwrap_or_default();
+    let mut filling = Filling::new(query.limit);
+    let mut after = query.after.unwrap_or_default();
+    while let Some(rows) = filling.next_round() {
+        let mut rows = sqlx::query_as::<_, Row>(SELECT_PAGE)
+            .bind(&query.namespace)
+            .bind(&uid)
+            .bind(&query.workflow)
+            .bind(after.clone())
+            .bind(state)
+            .bind(rows as i64)
+            .fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let item = row.into_api()?;
+            let node_id = item.node_id.clone();
+            let size = json_len(&item);
+            if !filling.offer(item, size) {
+                break;
+            }
+            after = node_id;
+        }
+    }
+    tx.rollback().await?;
+    page.more = filling.more;
+    page.items = filling.items;
+    Ok(page)
+}
+
+pub(super) async fn feed(
+    pool: &SqlitePool,
+    since: i64,
+    namespace: &str,
+    limit: u32,
+) -> StoreResult<FeedRead> {
+    // The head is read first: every revision up to it has committed, so the changes
+    // read next hold all of them, and the head is a safe place to resume from.
+    let head: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(pool).await?;
+    let mut filling = Filling::new(limit);
+    let mut last = since;
+    while let Some(rows) = filling.next_round() {
+        let mut rows = sqlx::query_as::<_, (i64, String)>(SELECT_CHANGES)
+            .bind(last)
+            .bind(head)
+            .bind(namespace)
+            .bind(rows as i64)
+            .fetch(pool);
+        while let Some((revision, item)) = rows.try_next().await? {
+            let size = item.len();
+            if !filling.offer(item, size) {
+                break;
+            }
+            last = revision;
+        }
+    }
+    // Read after the changes: history pruned before that read, or during it, shows here.
+    let pruned: i64 = sqlx::query_scalar(READ_PRUNED).fetch_one(pool).await?;
+    Ok(FeedRead {
+        items: filling.items,
+        head,
+        last,
+        more: filling.more,
+        pruned,
+    })
+}
+
+pub(super) async fn pending(pool: &SqlitePool) -> StoreResult<Vec<(String, i64)>> {
+    Ok(sqlx::query_as(PENDING).fetch_all(pool).await?)
+}

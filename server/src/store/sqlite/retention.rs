@@ -1,0 +1,59 @@
+//! Retention's transactions on SQLite, a batch each.
+
+use sqlx::SqlitePool;
+
+use super::super::backend::RETENTION_BATCH;
+use super::super::changes::Deleted;
+use super::super::error::StoreResult;
+use super::super::statements::{
+    DELETE_CHANGES, DELETE_EXPIRED, DELETE_OLD_CLAIMS, LOCK_HEAD, PRUNABLE_THROUGH, SET_PRUNED,
+};
+use super::BEGIN_WRITE;
+use super::write::commit_tombstones;
+
+pub(super) async fn expire_results(
+    pool: &SqlitePool,
+    before: i64,
+) -> StoreResult<Option<(u64, i64)>> {
+    let mut tx = pool.begin_with(BEGIN_WRITE).await?;
+    let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
+    let deleted = sqlx::query_as::<_, Deleted>(DELETE_EXPIRED)
+        .bind(before)
+        .bind(RETENTION_BATCH)
+        .fetch_all(&mut *tx)
+        .await?;
+    commit_tombstones(tx, head, deleted).await
+}
+
+pub(super) async fn prune_changes(pool: &SqlitePool, before: i64) -> StoreResult<Option<u64>> {
+    let mut tx = pool.begin_with(BEGIN_WRITE).await?;
+    let through: Option<i64> = sqlx::query_scalar(PRUNABLE_THROUGH)
+        .bind(before)
+        .bind(RETENTION_BATCH)
+        .fetch_one(&mut *tx)
+        .await?;
+    let Some(through) = through else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let deleted = sqlx::query(DELETE_CHANGES)
+        .bind(through)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    sqlx::query(SET_PRUNED)
+        .bind(through)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Some(deleted))
+}
+
+pub(super) async fn prune_claims(pool: &SqlitePool, before: i64) -> StoreResult<u64> {
+    Ok(sqlx::query(DELETE_OLD_CLAIMS)
+        .bind(before)
+        .bind(RETENTION_BATCH)
+        .execute(pool)
+        .await?
+        .rows_affected())
+}

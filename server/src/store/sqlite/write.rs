@@ -1,0 +1,126 @@
+//! The writing transactions on SQLite: a batch of the writer, and a workflow's deletion.
+
+use sqlx::{Connection as _, Sqlite, SqliteConnection, SqlitePool, Transaction};
+
+use super::super::backend::{Batch, Identity};
+use super::super::changes::{self, Change, Deleted};
+use super::super::error::StoreResult;
+use super::super::row::{Row, result_columns};
+use super::super::statements::{DELETE_WORKFLOW, LOCK_HEAD, SELECT_BY_KEY, upsert_set};
+use super::BEGIN_WRITE;
+use crate::clock::now_millis;
+
+const UPSERT: &str = concat!(
+    "INSERT INTO results (",
+    result_columns!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+     $18, $19)",
+    upsert_set!()
+);
+const RECORD: &str =
+    "INSERT INTO changes (revision, namespace, item, recorded_at) VALUES ($1, $2, $3, $4)";
+const SET_HEAD: &str = "UPDATE store_state SET revision = $1 WHERE id = 1";
+
+/// Runs one batch of the writer (see `Backend::write_batch`).
+pub(super) async fn batch<P>(
+    connection: &mut SqliteConnection,
+    keys: &[Identity<'_>],
+    plan: P,
+) -> StoreResult<Option<i64>>
+where
+    P: FnOnce(i64, Vec<Row>) -> StoreResult<Option<Batch>>,
+{
+    let mut tx = connection.begin_with(BEGIN_WRITE).await?;
+    let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
+    let mut stored = Vec::with_capacity(keys.len());
+    for &(namespace, workflow_uid, node_id) in keys {
+        let row = sqlx::query_as::<_, Row>(SELECT_BY_KEY)
+            .bind(namespace)
+            .bind(workflow_uid)
+            .bind(node_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        stored.extend(row);
+    }
+    let Some(batch) = plan(head, stored)? else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    for row in &batch.rows {
+        sqlx::query(UPSERT)
+            .bind(&row.namespace)
+            .bind(&row.workflow_uid)
+            .bind(&row.node_id)
+            .bind(&row.workflow)
+            .bind(&row.pod_name)
+            .bind(&row.pod_uid)
+            .bind(&row.instance_id)
+            .bind(row.state.as_str())
+            .bind(&row.phase)
+            .bind(&row.message)
+            .bind(&row.progress)
+            .bind(&row.outputs)
+            .bind(row.sequence)
+            .bind(row.revision)
+            .bind(row.created_revision)
+            .bind(row.created_at)
+            .bind(row.updated_at)
+            .bind(row.completed_at)
+            .bind(&row.abandon_reason)
+            .execute(&mut *tx)
+            .await?;
+    }
+    commit(tx, batch.head, &batch.changes).await?;
+    Ok(Some(batch.head))
+}
+
+/// Records `changes`, sets the head and commits.
+async fn commit(mut tx: Transaction<'_, Sqlite>, head: i64, changes: &[Change]) -> StoreResult<()> {
+    let now = now_millis();
+    for change in changes {
+        sqlx::query(RECORD)
+            .bind(change.revision)
+            .bind(&change.namespace)
+            .bind(&change.item)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+    }
+    sqlx::query(SET_HEAD).bind(head).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Records `deleted` as tombstones after `head` and commits: how many, and the new head.
+pub(super) async fn commit_tombstones(
+    tx: Transaction<'_, Sqlite>,
+    head: i64,
+    deleted: Vec<Deleted>,
+) -> StoreResult<Option<(u64, i64)>> {
+    if deleted.is_empty() {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    let tombstones = changes::tombstones(head, deleted)?;
+    let count = tombstones.len() as i64;
+    commit(tx, head + count, &tombstones).await?;
+    Ok(Some((count as u64, head + count)))
+}
+
+pub(super) async fn delete_workflow(
+    pool: &SqlitePool,
+    namespace: &str,
+    workflow: &str,
+    workflow_uid: &str,
+) -> StoreResult<Option<(u64, i64)>> {
+    let mut tx = pool.begin_with(BEGIN_WRITE).await?;
+    let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
+    let mut deleted = sqlx::query_as::<_, Deleted>(DELETE_WORKFLOW)
+        .bind(namespace)
+        .bind(workflow)
+        .bind(workflow_uid)
+        .fetch_all(&mut *tx)
+        .await?;
+    deleted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
+    commit_tombstones(tx, head, deleted).await
+}

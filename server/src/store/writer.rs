@@ -1,0 +1,393 @@
+//! The writer: reports, expectations and abandons that arrive together share one
+//! transaction (group commit), on a thread and a connection of its own.
+//!
+//! What a transaction costs is mostly its commit (an fsync) and its round trips, and
+//! writes are serialized by the revision counter anyway. So the writer commits together
+//! the writes queued while the previous transaction ran, up to `--batch-max` of them, at
+//! once: they have waited a transaction already. A write that finds the writer idle waits
+//! up to `--batch-wait` for others to join it. Each write is decided by the rules, in
+//! order, on the row as the writes before it left it, and each caller is answered only
+//! after the commit, with the outcome its write alone would have had in that order.
+//!
+//! A write's path: the handler calls [`Queue::submit`]; [`writer`] gathers a batch;
+//! [`write_batch`] bounds it in time on the writer's connection; the backend's
+//! transaction locks the head and loads the rows, [`plan`] runs the rules and assigns
+//! revisions, the backend stores the plan and commits; [`writer`] answers each caller.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use argo_results_proto::FeedItem;
+use sqlx::Connection as _;
+use sqlx::pool::PoolConnection;
+use tokio::sync::{mpsc, oneshot};
+
+use super::backend::ACQUIRE_TIMEOUT;
+use super::backend::{Backend, Batch, Identity};
+use super::changes::Change;
+use super::error::{FailureKind, Refusal, StoreError, StoreResult};
+use super::model::{Outcome, ResultKey, Written};
+use super::notify::Notifier;
+use super::row::Row;
+use super::rules::Decision;
+use crate::clock::now_millis;
+use crate::metrics::Metrics;
+
+/// How writes are gathered (`--batch-max`, `--batch-wait`).
+#[derive(Debug, Clone, Copy)]
+pub struct Batching {
+    /// Writes per transaction at most; 1 commits each write alone.
+    pub max: usize,
+    /// How long a write that finds the writer idle waits for others.
+    pub wait: Duration,
+}
+
+/// The least time a batch is given, however long its writes waited for the one before.
+const MIN_BATCH_TIME: Duration = Duration::from_secs(1);
+
+/// A writer's connection idle longer than this is pinged before use.
+const IDLE_BEFORE_CHECK: Duration = Duration::from_secs(1);
+
+/// What a write does to its row, decided inside the transaction.
+pub(super) type Decide = Box<dyn Fn(Option<&Row>, i64) -> Decision + Send + Sync>;
+
+/// One write waiting for its transaction.
+struct Write {
+    key: ResultKey,
+    decide: Decide,
+    arrived: Instant,
+    answer: oneshot::Sender<StoreResult<Written>>,
+}
+
+/// The writer's inbox.
+#[derive(Debug)]
+pub(super) struct Queue {
+    sender: mpsc::Sender<Write>,
+}
+
+/// What the writer needs besides its backend.
+struct Writer<B: Backend> {
+    backend: B,
+    /// Its connection, kept between batches so that a batch does not wait for the pool,
+    /// and when it was last used.
+    connection: Option<(PoolConnection<B::Db>, Instant)>,
+    notifier: Arc<Notifier>,
+    metrics: Arc<Metrics>,
+}
+
+impl Queue {
+    /// Starts the writer on a thread and a runtime of its own, with a connection of its
+    /// own: every write waits for it, so it must not wait in line behind request handlers
+    /// for a turn on the server's threads. It runs until the queue is dropped.
+    pub(super) async fn start<B: Backend>(
+        backend: &B,
+        batching: Batching,
+        notifier: Arc<Notifier>,
+        metrics: Arc<Metrics>,
+    ) -> StoreResult<Queue> {
+        // Requests in flight are bounded by --max-in-flight, so this rarely fills.
+        let (sender, receiver) = mpsc::channel(batching.max.max(1) * 4);
+        let (opened, open) = oneshot::channel();
+        let backend = backend.clone();
+        std::thread::Builder::new()
+            .name("group-commit".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(error) => {
+                        let _ = opened.send(Err(StoreError::Runtime(error)));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    match backend.own_connection().await {
+                        Ok(backend) => {
+                            let _ = opened.send(Ok(()));
+                            let writer = Writer {
+                                backend,
+                                connection: None,
+                                notifier,
+                                metrics,
+                            };
+                            writer.run(receiver, batching).await;
+                        }
+                        Err(error) => {
+                            let _ = opened.send(Err(error));
+                        }
+                    }
+                });
+            })
+            .map_err(StoreError::Runtime)?;
+        open.await.map_err(|_| StoreError::Stopped)??;
+        Ok(Queue { sender })
+    }
+
+    /// Whether the writer has stopped (it never should): the server is not ready then.
+    pub(super) fn stopped(&self) -> bool {
+        self.sender.is_closed()
+    }
+
+    /// Queues a write and waits for its committed outcome.
+    pub(super) async fn submit(&self, key: ResultKey, decide: Decide) -> StoreResult<Written> {
+        let (answer, answered) = oneshot::channel();
+        let write = Write {
+            key,
+            decide,
+            arrived: Instant::now(),
+            answer,
+        };
+        self.sender
+            .send(write)
+            .await
+            .map_err(|_| StoreError::Stopped)?;
+        answered.await.map_err(|_| StoreError::Stopped)?
+    }
+}
+
+impl<B: Backend> Writer<B> {
+    async fn run(mut self, mut queue: mpsc::Receiver<Write>, batching: Batching) {
+        loop {
+            let batch = match queue.try_recv() {
+                Ok(first) => drain(first, &mut queue, batching.max),
+                Err(mpsc::error::TryRecvError::Empty) => match queue.recv().await {
+                    Some(first) => gather(first, &mut queue, batching).await,
+                    None => break,
+                },
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            };
+            match self.write_batch(&batch).await {
+                Ok(outcomes) => {
+                    for (write, outcome) in batch.into_iter().zip(outcomes) {
+                        let _ = write.answer.send(outcome);
+                    }
+                }
+                // One write that breaks the transaction must not fail the others: each is
+                // retried alone and gets its own answer. An outage fails them all at once.
+                Err(error)
+                    if batch.len() > 1 && error.failure() != Some(FailureKind::Unavailable) =>
+                {
+                    tracing::warn!(%error, writes = batch.len(), "batch failed; writing each alone");
+                    for write in batch {
+                        let alone = self.write_batch(std::slice::from_ref(&write)).await;
+                        let outcome = alone.and_then(|outcomes| {
+                            outcomes
+                                .into_iter()
+                                .next()
+                                .unwrap_or(Err(StoreError::Corrupt(
+                                    "a batch of one answered nothing".into(),
+                                )))
+                        });
+                        let _ = write.answer.send(outcome);
+                    }
+                }
+                Err(error) => {
+                    let error = Arc::new(error);
+                    for write in batch {
+                        let _ = write
+                            .answer
+                            .send(Err(StoreError::Shared(Arc::clone(&error))));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs a batch of writes in one transaction and commits what they wrote. Answers
+    /// each write's outcome, or fails the whole batch when the transaction fails.
+    async fn write_batch(&mut self, writes: &[Write]) -> StoreResult<Vec<StoreResult<Written>>> {
+        // A database that hangs instead of refusing must still be answered with 503
+        // within 5 s: the whole batch, connecting included, ends 3 s after its oldest
+        // write arrived (and has at least a second). A batch cut off at its commit may
+        // have committed; its writers hear 503, and their retries replay.
+        let arrived = writes.iter().map(|w| w.arrived).min();
+        let deadline = (arrived.unwrap_or_else(Instant::now) + ACQUIRE_TIMEOUT)
+            .max(Instant::now() + MIN_BATCH_TIME);
+        let outcomes = tokio::time::timeout_at(deadline.into(), self.transaction(writes))
+            .await
+            .unwrap_or(Err(StoreError::TimedOut));
+        if let Err(error) = &outcomes
+            && let Some((held, _)) = self.connection.take()
+        {
+            // Broken, mid-statement or in a failed transaction: closed without a
+            // goodbye (which could hang too), never handed back to the pool.
+            tracing::debug!(%error, "the writer's connection is replaced");
+            drop(held.detach());
+        }
+        outcomes
+    }
+
+    /// The writer's connection, checked when it sat idle (the database may have restarted
+    /// since), or a new one.
+    async fn connection(&mut self) -> StoreResult<&mut PoolConnection<B::Db>> {
+        if let Some((held, used)) = &mut self.connection
+            && used.elapsed() > IDLE_BEFORE_CHECK
+            && let Err(error) = held.ping().await
+        {
+            tracing::info!(%error, "the writer's idle connection is replaced");
+            if let Some((held, _)) = self.connection.take() {
+                drop(held.detach());
+            }
+        }
+        if self.connection.is_none() {
+            self.connection = Some((self.backend.pool().acquire().await?, Instant::now()));
+        }
+        let Some((held, used)) = &mut self.connection else {
+            return Err(StoreError::Corrupt("the writer lost its connection".into()));
+        };
+        *used = Instant::now();
+        Ok(held)
+    }
+
+    async fn transaction(&mut self, writes: &[Write]) -> StoreResult<Vec<StoreResult<Written>>> {
+        // Each key once, in the order of its first write.
+        let mut seen = HashSet::with_capacity(writes.len());
+        let keys: Vec<Identity<'_>> = writes
+            .iter()
+            .map(|write| identity(&write.key))
+            .filter(|id| seen.insert(*id))
+            .collect();
+        let mut outcomes = Vec::new();
+        let backend = self.backend.clone();
+        let metrics = Arc::clone(&self.metrics);
+        let connection = self.connection().await?;
+        let head = backend
+            .write_batch(&mut **connection, &keys, |head, stored| {
+                let (decided, batch) = plan(writes, head, stored, now_millis())?;
+                metrics.batch_decided(writes.len());
+                outcomes = decided;
+                Ok(batch)
+            })
+            .await?;
+        if let Some(head) = head {
+            self.notifier.publish(head);
+        }
+        Ok(outcomes)
+    }
+}
+
+/// A result's primary key in the database.
+fn identity(key: &ResultKey) -> Identity<'_> {
+    (&key.namespace, &key.workflow_uid, &key.node_id)
+}
+
+fn stored_identity(row: &Row) -> Identity<'_> {
+    (&row.namespace, &row.workflow_uid, &row.node_id)
+}
+
+/// Decides `writes` in order, each on its row as the writes before it left it (`stored`
+/// are the rows as the transaction found them), under revisions after `head`. Answers
+/// each write's outcome and what the transaction stores, if anything changed.
+fn plan(
+    writes: &[Write],
+    mut head: i64,
+    stored: Vec<Row>,
+    now: i64,
+) -> StoreResult<(Vec<StoreResult<Written>>, Option<Batch>)> {
+    // Where each write's stored row is, if it has one.
+    let found: Vec<Option<usize>> = {
+        let index: HashMap<Identity<'_>, usize> = stored
+            .iter()
+            .enumerate()
+            .map(|(at, row)| (stored_identity(row), at))
+            .collect();
+        writes
+            .iter()
+            .map(|write| index.get(&identity(&write.key)).copied())
+            .collect()
+    };
+    let mut stored: Vec<Option<Row>> = stored.into_iter().map(Some).collect();
+    let mut rows: HashMap<Identity<'_>, Option<Row>> = HashMap::with_capacity(writes.len());
+    for (write, found) in writes.iter().zip(found) {
+        rows.entry(identity(&write.key))
+            .or_insert_with(|| found.and_then(|at| stored[at].take()));
+    }
+    let mut outcomes = Vec::with_capacity(writes.len());
+    let mut changes = Vec::new();
+    // The rows written, in the order of their first write.
+    let mut written: Vec<Identity<'_>> = Vec::new();
+    let mut seen = HashSet::new();
+    for write in writes {
+        let id = identity(&write.key);
+        let current = rows
+            .get_mut(&id)
+            .ok_or_else(|| StoreError::Corrupt(format!("batch lost the row of {:?}", write.key)))?;
+        let outcome = match (write.decide)(current.as_ref(), now) {
+            Decision::Write(mut row) => {
+                head += 1;
+                row.revision = head;
+                let outcome = if current.is_some() {
+                    Outcome::Updated
+                } else {
+                    row.created_revision = head;
+                    Outcome::Created
+                };
+                let result = row.clone().into_api()?;
+                changes.push(Change::of(&FeedItem::Upserted {
+                    revision: head,
+                    result: Box::new(result.clone()),
+                })?);
+                *current = Some(row);
+                if seen.insert(id) {
+                    written.push(id);
+                }
+                Ok(Written { result, outcome })
+            }
+            Decision::Unchanged(row) => Ok(Written {
+                result: row.into_api()?,
+                outcome: Outcome::Unchanged,
+            }),
+            Decision::Frozen(row) => Err(Refusal::Frozen {
+                current: Box::new(row.into_api()?),
+            }
+            .into()),
+            Decision::Refuse(refusal) => Err(refusal.into()),
+            Decision::Corrupt(detail) => Err(StoreError::Corrupt(detail)),
+        };
+        outcomes.push(outcome);
+    }
+    if changes.is_empty() {
+        return Ok((outcomes, None));
+    }
+    // Only a row's last state is stored; each of its writes is in the feed.
+    let rows = written
+        .iter()
+        .filter_map(|id| rows.remove(id).flatten())
+        .collect();
+    Ok((
+        outcomes,
+        Some(Batch {
+            head,
+            rows,
+            changes,
+        }),
+    ))
+}
+
+/// The first write and those queued behind it, up to `max`.
+fn drain(first: Write, queue: &mut mpsc::Receiver<Write>, max: usize) -> Vec<Write> {
+    let mut batch = vec![first];
+    while batch.len() < max
+        && let Ok(write) = queue.try_recv()
+    {
+        batch.push(write);
+    }
+    batch
+}
+
+/// The first write and those that arrive within `batching.wait`, up to `batching.max`.
+async fn gather(first: Write, queue: &mut mpsc::Receiver<Write>, batching: Batching) -> Vec<Write> {
+    let deadline = tokio::time::Instant::now() + batching.wait;
+    let mut batch = vec![first];
+    while batch.len() < batching.max {
+        // Takes what is already queued even once the deadline has passed.
+        match tokio::time::timeout_at(deadline, queue.recv()).await {
+            Ok(Some(write)) => batch.push(write),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    batch
+}
