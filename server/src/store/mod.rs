@@ -11,6 +11,12 @@
 //! A write, top to bottom: [`NativeStore`](native::NativeStore) hands the rule to the
 //! [`writer`], whose batch the backend's `write_batch` runs (`postgres/write.rs`,
 //! `sqlite/write.rs`); [`notify`] then wakes the feed's watchers.
+//!
+//! Reads, claims and deletions run the same SQL on both databases, so they are written
+//! once, in `sql/`, and compiled into each backend as its `read`, `claims`, `delete` and
+//! `backend_impl` (the [`backend::Backend`] impl) modules. There `super` is `postgres` or
+//! `sqlite`, whose `ThisBackend`, `Db`, `Pool`, `Connection`, `BEGIN_READ`, `BEGIN_WRITE`,
+//! `NOW` and `SELECT_CLAIM_LOCKED` say what differs.
 
 mod api;
 mod backend;

@@ -1,13 +1,13 @@
 //! The writing transactions on Postgres: a batch of the writer in three round trips
 //! (lock the head, load the rows, store everything and notify), and a workflow's deletion.
 
-use sqlx::{Connection as _, PgConnection, PgPool, Postgres, Transaction};
+use sqlx::{Connection as _, PgConnection, Postgres, Transaction};
 
 use super::super::backend::{Batch, Identity};
 use super::super::changes::{self, Change, Deleted};
 use super::super::error::StoreResult;
 use super::super::row::{Row, result_columns};
-use super::super::statements::{DELETE_WORKFLOW, LOCK_HEAD, upsert_set};
+use super::super::statements::{LOCK_HEAD, upsert_set};
 use super::channel;
 use crate::clock::now_millis;
 
@@ -143,22 +143,4 @@ pub(super) async fn commit_tombstones(
         .await?;
     tx.commit().await?;
     Ok(Some((count as u64, head + count)))
-}
-
-pub(super) async fn delete_workflow(
-    pool: &PgPool,
-    namespace: &str,
-    workflow: &str,
-    workflow_uid: &str,
-) -> StoreResult<Option<(u64, i64)>> {
-    let mut tx = pool.begin().await?;
-    let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
-    let mut deleted = sqlx::query_as::<_, Deleted>(DELETE_WORKFLOW)
-        .bind(namespace)
-        .bind(workflow)
-        .bind(workflow_uid)
-        .fetch_all(&mut *tx)
-        .await?;
-    deleted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
-    commit_tombstones(tx, head, deleted).await
 }

@@ -5,9 +5,18 @@
 //! upgrades a read. Statements run a row at a time, prepared once per connection: there
 //! is no network round trip to save.
 
+#[path = "../sql/backend_impl.rs"]
+#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+mod backend_impl;
+#[path = "../sql/claims.rs"]
+#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
 mod claims;
+#[path = "../sql/delete.rs"]
+#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+mod delete;
+#[path = "../sql/read.rs"]
+#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
 mod read;
-mod retention;
 mod write;
 
 use std::os::unix::fs::OpenOptionsExt;
@@ -17,15 +26,22 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::backend::ACQUIRE_TIMEOUT;
-use super::backend::{Backend, Batch, FeedRead, Identity};
-use super::claim::{ClaimDecision, ClaimRow, SettleDecision};
 use super::error::{StoreError, StoreResult};
-use super::model::{ClaimQuery, ListQuery, ResultPage};
-use super::row::Row;
-use super::statements::READ_HEAD;
+use super::statements::SELECT_CLAIM;
 
+// What the transactions of `sql/` run on here.
+type ThisBackend = SqliteBackend;
+type Db = sqlx::Sqlite;
+type Pool = SqlitePool;
+type Connection = sqlx::SqliteConnection;
 /// Takes the write lock at once.
 const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
+/// A snapshot: in WAL mode, writers never wait for it.
+const BEGIN_READ: &str = "BEGIN";
+/// The database's clock in Unix milliseconds.
+const NOW: &str = "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
+/// A tick's claim: `BEGIN_WRITE` already holds the database's write lock.
+const SELECT_CLAIM_LOCKED: &str = SELECT_CLAIM;
 
 #[derive(Debug, Clone)]
 pub(super) struct SqliteBackend {
@@ -78,112 +94,5 @@ impl SqliteBackend {
         migrator.set_ignore_missing(true);
         migrator.run(&backend.pool).await?;
         Ok(backend)
-    }
-}
-
-impl Backend for SqliteBackend {
-    type Db = sqlx::Sqlite;
-
-    fn pool(&self) -> &SqlitePool {
-        &self.pool
-    }
-
-    async fn own_connection(&self) -> StoreResult<Self> {
-        Ok(SqliteBackend {
-            pool: pool(&self.options, 1).await?,
-            options: self.options.clone(),
-        })
-    }
-
-    async fn write_batch<'a, P>(
-        &'a self,
-        connection: &'a mut sqlx::SqliteConnection,
-        keys: &'a [Identity<'a>],
-        plan: P,
-    ) -> StoreResult<Option<i64>>
-    where
-        P: FnOnce(i64, Vec<Row>) -> StoreResult<Option<Batch>> + Send + 'a,
-    {
-        write::batch(connection, keys, plan).await
-    }
-
-    async fn delete_workflow<'a>(
-        &'a self,
-        namespace: &'a str,
-        workflow: &'a str,
-        workflow_uid: &'a str,
-    ) -> StoreResult<Option<(u64, i64)>> {
-        write::delete_workflow(&self.pool, namespace, workflow, workflow_uid).await
-    }
-
-    async fn expire_results(&self, before: i64) -> StoreResult<Option<(u64, i64)>> {
-        retention::expire_results(&self.pool, before).await
-    }
-
-    async fn prune_changes(&self, before: i64) -> StoreResult<Option<u64>> {
-        retention::prune_changes(&self.pool, before).await
-    }
-
-    async fn prune_claims(&self, before: i64) -> StoreResult<u64> {
-        retention::prune_claims(&self.pool, before).await
-    }
-
-    async fn get<'a>(
-        &'a self,
-        namespace: &'a str,
-        workflow: &'a str,
-        node_id: &'a str,
-        workflow_uid: Option<&'a str>,
-    ) -> StoreResult<Option<Row>> {
-        read::get(&self.pool, namespace, workflow, node_id, workflow_uid).await
-    }
-
-    async fn list(&self, query: ListQuery) -> StoreResult<ResultPage> {
-        read::list(&self.pool, query).await
-    }
-
-    async fn feed<'a>(
-        &'a self,
-        since: i64,
-        namespace: &'a str,
-        limit: u32,
-    ) -> StoreResult<FeedRead> {
-        read::feed(&self.pool, since, namespace, limit).await
-    }
-
-    async fn claim<'a, D>(
-        &'a self,
-        cron_workflow_uid: &'a str,
-        scheduled_millis: i64,
-        decide: D,
-    ) -> StoreResult<Option<ClaimRow>>
-    where
-        D: FnOnce(Option<&ClaimRow>, i64) -> ClaimDecision + Send + 'a,
-    {
-        claims::claim(&self.pool, cron_workflow_uid, scheduled_millis, decide).await
-    }
-
-    async fn settle<'a, D>(
-        &'a self,
-        cron_workflow_uid: &'a str,
-        scheduled_millis: i64,
-        decide: D,
-    ) -> StoreResult<ClaimRow>
-    where
-        D: FnOnce(Option<ClaimRow>, i64) -> SettleDecision + Send + 'a,
-    {
-        claims::settle(&self.pool, cron_workflow_uid, scheduled_millis, decide).await
-    }
-
-    async fn claims(&self, query: ClaimQuery) -> StoreResult<(Vec<ClaimRow>, Option<i64>)> {
-        claims::page(&self.pool, query).await
-    }
-
-    async fn pending(&self) -> StoreResult<Vec<(String, i64)>> {
-        read::pending(&self.pool).await
-    }
-
-    async fn head(&self) -> StoreResult<i64> {
-        Ok(sqlx::query_scalar(READ_HEAD).fetch_one(&self.pool).await?)
     }
 }

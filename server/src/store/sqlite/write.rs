@@ -1,12 +1,12 @@
 //! The writing transactions on SQLite: a batch of the writer, and a workflow's deletion.
 
-use sqlx::{Connection as _, Sqlite, SqliteConnection, SqlitePool, Transaction};
+use sqlx::{Connection as _, Sqlite, SqliteConnection, Transaction};
 
 use super::super::backend::{Batch, Identity};
 use super::super::changes::{self, Change, Deleted};
 use super::super::error::StoreResult;
 use super::super::row::{Row, result_columns};
-use super::super::statements::{DELETE_WORKFLOW, LOCK_HEAD, SELECT_BY_KEY, upsert_set};
+use super::super::statements::{LOCK_HEAD, SELECT_BY_KEY, upsert_set};
 use super::BEGIN_WRITE;
 use crate::clock::now_millis;
 
@@ -105,22 +105,4 @@ pub(super) async fn commit_tombstones(
     let count = tombstones.len() as i64;
     commit(tx, head + count, &tombstones).await?;
     Ok(Some((count as u64, head + count)))
-}
-
-pub(super) async fn delete_workflow(
-    pool: &SqlitePool,
-    namespace: &str,
-    workflow: &str,
-    workflow_uid: &str,
-) -> StoreResult<Option<(u64, i64)>> {
-    let mut tx = pool.begin_with(BEGIN_WRITE).await?;
-    let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
-    let mut deleted = sqlx::query_as::<_, Deleted>(DELETE_WORKFLOW)
-        .bind(namespace)
-        .bind(workflow)
-        .bind(workflow_uid)
-        .fetch_all(&mut *tx)
-        .await?;
-    deleted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
-    commit_tombstones(tx, head, deleted).await
 }

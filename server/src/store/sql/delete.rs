@@ -1,20 +1,20 @@
-//! Retention's transactions on SQLite, a batch each.
-
-use sqlx::SqlitePool;
+//! Deletions, each leaving tombstones in the feed where it needs them: a workflow's
+//! results on request, and retention's batches.
+//!
+//! Compiled once per backend (see `sql/` in the store's module doc): `super` is
+//! `postgres` or `sqlite`, which name the pool and statements used here.
 
 use super::super::backend::RETENTION_BATCH;
 use super::super::changes::Deleted;
 use super::super::error::StoreResult;
 use super::super::statements::{
-    DELETE_CHANGES, DELETE_EXPIRED, DELETE_OLD_CLAIMS, LOCK_HEAD, PRUNABLE_THROUGH, SET_PRUNED,
+    DELETE_CHANGES, DELETE_EXPIRED, DELETE_OLD_CLAIMS, DELETE_WORKFLOW, LOCK_HEAD,
+    PRUNABLE_THROUGH, SET_PRUNED,
 };
-use super::BEGIN_WRITE;
 use super::write::commit_tombstones;
+use super::{BEGIN_WRITE, Pool};
 
-pub(super) async fn expire_results(
-    pool: &SqlitePool,
-    before: i64,
-) -> StoreResult<Option<(u64, i64)>> {
+pub(super) async fn expire_results(pool: &Pool, before: i64) -> StoreResult<Option<(u64, i64)>> {
     let mut tx = pool.begin_with(BEGIN_WRITE).await?;
     let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
     let deleted = sqlx::query_as::<_, Deleted>(DELETE_EXPIRED)
@@ -25,7 +25,7 @@ pub(super) async fn expire_results(
     commit_tombstones(tx, head, deleted).await
 }
 
-pub(super) async fn prune_changes(pool: &SqlitePool, before: i64) -> StoreResult<Option<u64>> {
+pub(super) async fn prune_changes(pool: &Pool, before: i64) -> StoreResult<Option<u64>> {
     let mut tx = pool.begin_with(BEGIN_WRITE).await?;
     let through: Option<i64> = sqlx::query_scalar(PRUNABLE_THROUGH)
         .bind(before)
@@ -49,11 +49,29 @@ pub(super) async fn prune_changes(pool: &SqlitePool, before: i64) -> StoreResult
     Ok(Some(deleted))
 }
 
-pub(super) async fn prune_claims(pool: &SqlitePool, before: i64) -> StoreResult<u64> {
+pub(super) async fn prune_claims(pool: &Pool, before: i64) -> StoreResult<u64> {
     Ok(sqlx::query(DELETE_OLD_CLAIMS)
         .bind(before)
         .bind(RETENTION_BATCH)
         .execute(pool)
         .await?
         .rows_affected())
+}
+
+pub(super) async fn delete_workflow(
+    pool: &Pool,
+    namespace: &str,
+    workflow: &str,
+    workflow_uid: &str,
+) -> StoreResult<Option<(u64, i64)>> {
+    let mut tx = pool.begin_with(BEGIN_WRITE).await?;
+    let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
+    let mut deleted = sqlx::query_as::<_, Deleted>(DELETE_WORKFLOW)
+        .bind(namespace)
+        .bind(workflow)
+        .bind(workflow_uid)
+        .fetch_all(&mut *tx)
+        .await?;
+    deleted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
+    commit_tombstones(tx, head, deleted).await
 }

@@ -1,7 +1,9 @@
-//! Reads on Postgres: a page and its summary share one snapshot.
+//! Reads: a page and its summary share one snapshot (`BEGIN_READ`).
+//!
+//! Compiled once per backend (see `sql/` in the store's module doc): `super` is
+//! `postgres` or `sqlite`, which name the pool, connection and statements used here.
 
 use futures_util::TryStreamExt;
-use sqlx::{PgConnection, PgPool};
 
 use super::super::backend::FeedRead;
 use super::super::error::StoreResult;
@@ -12,13 +14,11 @@ use super::super::statements::{
     NEWEST_UID, PENDING, READ_HEAD, READ_PRUNED, SELECT_BY_KEY, SELECT_CHANGES, SELECT_PAGE,
     SUMMARY,
 };
+use super::{BEGIN_READ, Connection, Pool};
 use argo_results_proto::{ResultState, Summary};
 
-/// A snapshot that writers never wait for.
-pub(super) const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-
 async fn newest_uid(
-    connection: &mut PgConnection,
+    connection: &mut Connection,
     namespace: &str,
     workflow: &str,
 ) -> StoreResult<Option<String>> {
@@ -30,7 +30,7 @@ async fn newest_uid(
 }
 
 pub(super) async fn get(
-    pool: &PgPool,
+    pool: &Pool,
     namespace: &str,
     workflow: &str,
     node_id: &str,
@@ -52,7 +52,7 @@ pub(super) async fn get(
         .await?)
 }
 
-pub(super) async fn list(pool: &PgPool, query: ListQuery) -> StoreResult<ResultPage> {
+pub(super) async fn list(pool: &Pool, query: ListQuery) -> StoreResult<ResultPage> {
     let mut tx = pool.begin_with(BEGIN_READ).await?;
     let revision: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(&mut *tx).await?;
     let uid = match query.workflow_uid {
@@ -106,7 +106,7 @@ pub(super) async fn list(pool: &PgPool, query: ListQuery) -> StoreResult<ResultP
 }
 
 pub(super) async fn feed(
-    pool: &PgPool,
+    pool: &Pool,
     since: i64,
     namespace: &str,
     limit: u32,
@@ -142,6 +142,6 @@ pub(super) async fn feed(
     })
 }
 
-pub(super) async fn pending(pool: &PgPool) -> StoreResult<Vec<(String, i64)>> {
+pub(super) async fn pending(pool: &Pool) -> StoreResult<Vec<(String, i64)>> {
     Ok(sqlx::query_as(PENDING).fetch_all(pool).await?)
 }

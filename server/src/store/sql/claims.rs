@@ -1,21 +1,16 @@
-//! Cron claims on SQLite: the transaction holds the write lock while a tick's fate is
-//! decided on the database's clock.
-
-use sqlx::{Sqlite, SqliteConnection, SqlitePool};
+//! Cron claims: a tick's fate is decided on the database's clock, so that replicas agree
+//! whose lease has expired, while the tick's row is locked (`SELECT_CLAIM_LOCKED`).
+//!
+//! Compiled once per backend (see `sql/` in the store's module doc): `super` is
+//! `postgres` or `sqlite`, which name the pool, connection and statements used here.
 
 use super::super::claim::{ClaimDecision, ClaimRow, SettleDecision};
 use super::super::error::StoreResult;
 use super::super::model::ClaimQuery;
-use super::super::statements::{
-    INSERT_CLAIM, LAST_SETTLED, SELECT_CLAIM, SELECT_CLAIMS, UPDATE_CLAIM,
-};
-use super::BEGIN_WRITE;
-use super::read::BEGIN_READ;
+use super::super::statements::{INSERT_CLAIM, LAST_SETTLED, SELECT_CLAIMS, UPDATE_CLAIM};
+use super::{BEGIN_READ, BEGIN_WRITE, Connection, Db, NOW, Pool, SELECT_CLAIM_LOCKED};
 
-/// The database's clock in Unix milliseconds.
-const NOW: &str = "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
-
-type Query<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>>;
+type Query<'q> = sqlx::query::Query<'q, Db, <Db as sqlx::Database>::Arguments<'q>>;
 
 /// Binds what a takeover or a settle can change (`state` to `reason`, in the order of
 /// `claim_columns!`), after the key columns.
@@ -31,13 +26,13 @@ fn bind_changes<'q>(query: Query<'q>, row: &'q ClaimRow) -> Query<'q> {
         .bind(&row.reason)
 }
 
-/// A tick's claim (the transaction holds the write lock), and the database's time.
+/// A tick's claim, locked until the transaction ends, and the database's time once it is.
 async fn locked(
-    tx: &mut SqliteConnection,
+    tx: &mut Connection,
     cron_workflow_uid: &str,
     scheduled_millis: i64,
 ) -> StoreResult<(Option<ClaimRow>, i64)> {
-    let row = sqlx::query_as(SELECT_CLAIM)
+    let row = sqlx::query_as(SELECT_CLAIM_LOCKED)
         .bind(cron_workflow_uid)
         .bind(scheduled_millis)
         .fetch_optional(&mut *tx)
@@ -46,7 +41,7 @@ async fn locked(
     Ok((row, now))
 }
 
-async fn update(tx: &mut SqliteConnection, row: &ClaimRow) -> StoreResult<()> {
+async fn update(tx: &mut Connection, row: &ClaimRow) -> StoreResult<()> {
     let query = sqlx::query(UPDATE_CLAIM)
         .bind(&row.cron_workflow_uid)
         .bind(row.scheduled_time);
@@ -55,7 +50,7 @@ async fn update(tx: &mut SqliteConnection, row: &ClaimRow) -> StoreResult<()> {
 }
 
 pub(super) async fn claim<D>(
-    pool: &SqlitePool,
+    pool: &Pool,
     cron_workflow_uid: &str,
     scheduled_millis: i64,
     decide: D,
@@ -97,7 +92,7 @@ where
 }
 
 pub(super) async fn settle<D>(
-    pool: &SqlitePool,
+    pool: &Pool,
     cron_workflow_uid: &str,
     scheduled_millis: i64,
     decide: D,
@@ -125,7 +120,7 @@ where
 }
 
 pub(super) async fn page(
-    pool: &SqlitePool,
+    pool: &Pool,
     query: ClaimQuery,
 ) -> StoreResult<(Vec<ClaimRow>, Option<i64>)> {
     let uid = query.cron_workflow_uid.unwrap_or_default();
