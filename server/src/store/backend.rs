@@ -42,6 +42,11 @@
 //! clients without it reach 8,416 rows/s, with it 2,694, as Postgres then flushes their
 //! commits together. (This disk's fsync time varies from run to run; an earlier run gave
 //! 1,441 and 1,710, then 1,519 and 8,036.)
+//!
+//! Those runs shared the machine with other builds at times. A quiet rerun, `vmstat 3`
+//! during `tests/bench/run.sh`'s load on the release build (64 in flight, 5,426
+//! reports/s), found the cores 12 to 15 % idle and 1 to 2 % waiting for the disk: the
+//! same bound.
 
 use std::future::Future;
 
