@@ -60,7 +60,10 @@ say "loadgen: $concurrency in flight, $((duration + 6)) s; perf samples the serv
   --concurrency "$concurrency" --duration "$((duration + 6))" --warmup 3 --run-id profile \
   >"$work/loadgen.json" 2>"$work/loadgen.log" &
 loadgen_pid=$!
-until grep -q "minted" "$work/loadgen.log" 2>/dev/null; do sleep 0.5; done
+until grep -q "minted" "$work/loadgen.log" 2>/dev/null; do
+  kill -0 "$loadgen_pid" 2>/dev/null || { cat "$work/loadgen.log" >&2; exit 1; }
+  sleep 0.5
+done
 sleep 4
 perf record -q -e cpu-clock -F 1999 -p "$server_pid" -o "$work/perf.data" -- sleep "$duration" \
   2>/dev/null
