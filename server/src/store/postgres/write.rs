@@ -1,10 +1,11 @@
 //! The writing transactions on Postgres: a batch of the writer in three round trips
-//! (lock the head, load the rows, store everything and notify), and a workflow's deletion.
+//! (lock the head, load the rows, store everything and notify), and the recording of
+//! deletions' tombstones.
 
 use sqlx::{Connection as _, PgConnection, Postgres, Transaction};
 
 use super::super::backend::{Batch, Identity};
-use super::super::changes::{self, Change, Deleted};
+use super::super::changes::Change;
 use super::super::error::StoreResult;
 use super::super::row::{Row, result_columns};
 use super::super::statements::{LOCK_HEAD, upsert_set};
@@ -126,21 +127,15 @@ fn bind_changes<'q>(query: Query<'q>, head: i64, changes: &'q [Change]) -> Query
         .bind(now_millis())
 }
 
-/// Records `deleted` as tombstones after `head` and commits: how many, and the new head.
-pub(super) async fn commit_tombstones(
+/// Records `changes`, sets the head to `head`, notifies the other replicas and commits.
+pub(super) async fn record_and_commit(
     mut tx: Transaction<'_, Postgres>,
     head: i64,
-    deleted: Vec<Deleted>,
-) -> StoreResult<Option<(u64, i64)>> {
-    if deleted.is_empty() {
-        tx.rollback().await?;
-        return Ok(None);
-    }
-    let tombstones = changes::tombstones(head, deleted)?;
-    let count = tombstones.len() as i64;
-    bind_changes(sqlx::query(RECORD), head + count, &tombstones)
+    changes: &[Change],
+) -> StoreResult<()> {
+    bind_changes(sqlx::query(RECORD), head, changes)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(Some((count as u64, head + count)))
+    Ok(())
 }

@@ -4,15 +4,17 @@
 //! Compiled once per backend (see `sql/` in the store's module doc): `super` is
 //! `postgres` or `sqlite`, which name the pool and statements used here.
 
+use sqlx::Transaction;
+
 use super::super::backend::RETENTION_BATCH;
-use super::super::changes::Deleted;
+use super::super::changes::{self, Deleted};
 use super::super::error::StoreResult;
 use super::super::statements::{
     DELETE_CHANGES, DELETE_EXPIRED, DELETE_OLD_CLAIMS, DELETE_WORKFLOW, LOCK_HEAD,
     PRUNABLE_THROUGH, SET_PRUNED,
 };
-use super::write::commit_tombstones;
-use super::{BEGIN_WRITE, Pool};
+use super::write::record_and_commit;
+use super::{BEGIN_WRITE, Db, Pool};
 
 pub(super) async fn expire_results(pool: &Pool, before: i64) -> StoreResult<Option<(u64, i64)>> {
     let mut tx = pool.begin_with(BEGIN_WRITE).await?;
@@ -74,4 +76,20 @@ pub(super) async fn delete_workflow(
         .await?;
     deleted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
     commit_tombstones(tx, head, deleted).await
+}
+
+/// Records `deleted` as tombstones after `head` and commits: how many, and the new head.
+async fn commit_tombstones(
+    tx: Transaction<'_, Db>,
+    head: i64,
+    deleted: Vec<Deleted>,
+) -> StoreResult<Option<(u64, i64)>> {
+    if deleted.is_empty() {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    let tombstones = changes::tombstones(head, deleted)?;
+    let count = tombstones.len() as i64;
+    record_and_commit(tx, head + count, &tombstones).await?;
+    Ok(Some((count as u64, head + count)))
 }

@@ -1,9 +1,10 @@
-//! The writing transactions on SQLite: a batch of the writer, and a workflow's deletion.
+//! The writing transactions on SQLite: a batch of the writer, and the recording of
+//! changes (the batch's, and deletions' tombstones).
 
 use sqlx::{Connection as _, Sqlite, SqliteConnection, Transaction};
 
 use super::super::backend::{Batch, Identity};
-use super::super::changes::{self, Change, Deleted};
+use super::super::changes::Change;
 use super::super::error::StoreResult;
 use super::super::row::{Row, result_columns};
 use super::super::statements::{LOCK_HEAD, SELECT_BY_KEY, upsert_set};
@@ -70,12 +71,16 @@ where
             .execute(&mut *tx)
             .await?;
     }
-    commit(tx, batch.head, &batch.changes).await?;
+    record_and_commit(tx, batch.head, &batch.changes).await?;
     Ok(Some(batch.head))
 }
 
-/// Records `changes`, sets the head and commits.
-async fn commit(mut tx: Transaction<'_, Sqlite>, head: i64, changes: &[Change]) -> StoreResult<()> {
+/// Records `changes`, sets the head to `head` and commits.
+pub(super) async fn record_and_commit(
+    mut tx: Transaction<'_, Sqlite>,
+    head: i64,
+    changes: &[Change],
+) -> StoreResult<()> {
     let now = now_millis();
     for change in changes {
         sqlx::query(RECORD)
@@ -89,20 +94,4 @@ async fn commit(mut tx: Transaction<'_, Sqlite>, head: i64, changes: &[Change]) 
     sqlx::query(SET_HEAD).bind(head).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(())
-}
-
-/// Records `deleted` as tombstones after `head` and commits: how many, and the new head.
-pub(super) async fn commit_tombstones(
-    tx: Transaction<'_, Sqlite>,
-    head: i64,
-    deleted: Vec<Deleted>,
-) -> StoreResult<Option<(u64, i64)>> {
-    if deleted.is_empty() {
-        tx.rollback().await?;
-        return Ok(None);
-    }
-    let tombstones = changes::tombstones(head, deleted)?;
-    let count = tombstones.len() as i64;
-    commit(tx, head + count, &tombstones).await?;
-    Ok(Some((count as u64, head + count)))
 }
