@@ -239,23 +239,23 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         Arc::clone(&store),
         Arc::clone(&metrics),
     );
-    let state = http::AppState {
+    let state = http::AppState::new(http::Shared {
         store,
-        auth: Arc::new(authenticator),
+        auth: authenticator,
         metrics: Arc::clone(&metrics),
         limits: Limits {
             max_body_bytes: config.max_body_bytes,
             max_result_bytes: config.max_result_bytes,
         },
         stopping,
-        admission: Arc::new(http::Admission::new(
+        admission: http::Admission::new(
             config.max_in_flight(),
             config.max_watches as usize,
             config.max_body_memory,
             config.body_timeout,
-        )),
-        pod_writes: Arc::new(http::PodWrites::new(config.pod_write_budget())),
-    };
+        ),
+        pod_writes: http::PodWrites::new(config.pod_write_budget()),
+    });
     let connections = listener::Limits {
         header_timeout: config.header_timeout,
         idle_timeout: config.idle_timeout,

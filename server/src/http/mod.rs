@@ -36,18 +36,37 @@ use crate::metrics::Metrics;
 use crate::store::{Outcome, Store, Written};
 use crate::validate::Limits;
 
+/// What the handlers share. Axum clones it for each request and each middleware, so it
+/// is one `Arc` to clone.
 #[derive(Debug, Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+#[derive(Debug)]
+pub struct Shared {
     pub store: Arc<dyn Store>,
-    pub auth: Arc<Authenticator>,
+    pub auth: Authenticator,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
     /// Turns `true` when the server starts shutting down; long polls end early then.
     pub stopping: watch::Receiver<bool>,
     /// What API requests may hold: slots in flight, watches, body memory.
-    pub admission: Arc<Admission>,
+    pub admission: Admission,
     /// What each pod may still change (`--pod-write-budget`).
-    pub pod_writes: Arc<PodWrites>,
+    pub pod_writes: PodWrites,
 }
 
 impl AppState {
