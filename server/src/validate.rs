@@ -4,7 +4,8 @@
 use argo_results_proto::{
     AbandonRequest, ClaimRequest, ExpectationRequest, ReportRequest, SettleOutcome, SettleRequest,
 };
-use serde_json::Value;
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
 
 use crate::store::Settled;
@@ -160,17 +161,47 @@ fn name_matches(name: &str, extra: &[u8]) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || extra.contains(&b))
 }
 
-fn named_items(outputs: &Value, key: &str, extra: &[u8], pattern: &str) -> Result<(), FieldError> {
-    // `null` removes the key when the patch is merged.
-    let Some(items) = outputs.get(key).filter(|items| !items.is_null()) else {
+/// The members of an `outputs` patch that have rules, each as its text; `null` (which
+/// removes the member when the patch is merged) reads as absent. Other members pass
+/// through untouched, unread.
+#[derive(serde::Deserialize)]
+struct OutputsPatch<'a> {
+    #[serde(borrow)]
+    parameters: Option<&'a RawValue>,
+    #[serde(borrow)]
+    artifacts: Option<&'a RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, rename = "exitCode")]
+    exit_code: Option<&'a RawValue>,
+}
+
+/// An item of `parameters` or `artifacts`: its name, if it is a string.
+#[derive(serde::Deserialize)]
+struct Named<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+fn named_items(
+    items: Option<&RawValue>,
+    key: &str,
+    extra: &[u8],
+    pattern: &str,
+) -> Result<(), FieldError> {
+    let Some(items) = items else {
         return Ok(());
     };
-    let Some(items) = items.as_array() else {
+    let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(items.get()) else {
         return fail(format!("outputs.{key}"), "must be an array");
     };
     for (i, item) in items.iter().enumerate() {
-        match item.get("name").and_then(Value::as_str) {
-            Some(name) if name_matches(name, extra) => {}
+        // Anything but an object with a string name has no name.
+        let named = is_object(item)
+            .then(|| serde_json::from_str::<Named>(item.get()).ok())
+            .flatten();
+        match named.and_then(|named| named.name) {
+            Some(name) if name_matches(&name, extra) => {}
             Some(name) => {
                 return fail(
                     format!("outputs.{key}[{i}].name"),
@@ -183,22 +214,28 @@ fn named_items(outputs: &Value, key: &str, extra: &[u8], pattern: &str) -> Resul
     Ok(())
 }
 
+fn is_object(raw: &RawValue) -> bool {
+    raw.get().trim_start().starts_with('{')
+}
+
 /// Argo's `Outputs`, as a merge patch: an object whose parameters and artifacts (when not
 /// `null`, which removes them) carry valid names and whose `result` fits the limit. Other
 /// fields pass through untouched.
 fn outputs(raw: &RawValue, limits: &Limits) -> Result<(), FieldError> {
-    let Ok(value) = serde_json::from_str::<Value>(raw.get()) else {
-        return fail("outputs", "is not valid JSON");
-    };
-    if !value.is_object() {
+    // Checked first: serde would read an array as a struct's fields in order.
+    if !is_object(raw) {
         return fail("outputs", "must be an object");
     }
-    named_items(&value, "parameters", b"", "^[-a-zA-Z0-9_]+$")?;
-    named_items(&value, "artifacts", b"{}.", "^[-a-zA-Z0-9_{}.]+$")?;
-    match value.get("result") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(result)) if result.len() <= limits.max_result_bytes => {}
-        Some(Value::String(result)) => {
+    let Ok(patch) = serde_json::from_str::<OutputsPatch>(raw.get()) else {
+        return fail("outputs", "is not valid JSON");
+    };
+    named_items(patch.parameters, "parameters", b"", "^[-a-zA-Z0-9_]+$")?;
+    named_items(patch.artifacts, "artifacts", b"{}.", "^[-a-zA-Z0-9_{}.]+$")?;
+    if let Some(result) = patch.result {
+        let Ok(result) = serde_json::from_str::<Cow<str>>(result.get()) else {
+            return fail("outputs.result", "must be a string");
+        };
+        if result.len() > limits.max_result_bytes {
             return fail(
                 "outputs.result",
                 format!(
@@ -208,11 +245,12 @@ fn outputs(raw: &RawValue, limits: &Limits) -> Result<(), FieldError> {
                 ),
             );
         }
-        Some(_) => return fail("outputs.result", "must be a string"),
     }
-    match value.get("exitCode") {
-        None | Some(Value::Null | Value::String(_)) => Ok(()),
-        Some(_) => fail("outputs.exitCode", "must be a string"),
+    match patch.exit_code {
+        Some(code) if serde_json::from_str::<Cow<str>>(code.get()).is_err() => {
+            fail("outputs.exitCode", "must be a string")
+        }
+        _ => Ok(()),
     }
 }
 
@@ -399,6 +437,35 @@ mod tests {
             field_of(r#"{"exitCode":0}"#),
             Some("outputs.exitCode".into())
         );
+        assert_eq!(
+            field_of(r#"{"parameters":{"name":"a"}}"#),
+            Some("outputs.parameters".into())
+        );
+        assert_eq!(
+            field_of(r#"{"parameters":["a",{"name":1}]}"#),
+            Some("outputs.parameters[0].name".into())
+        );
+        assert_eq!(
+            field_of(r#"{"parameters":[{"name":"a"},{"name":1}]}"#),
+            Some("outputs.parameters[1].name".into())
+        );
+        assert_eq!(
+            field_of(r#"{"parameters":[{"name":"a\u002db"},{"value":"x"}]}"#),
+            Some("outputs.parameters[1].name".into())
+        );
+        // The limit counts the result's characters, not its escapes: 16 bytes of text.
+        assert_eq!(
+            field_of(
+                r#"{"result":"\u0041\u0041\u0041\u0041\u0041\u0041\u0041\u0041\u0041\u0041\u0041\u0041\u0041\u0041\u0041\u0041"}"#
+            ),
+            None
+        );
+        assert_eq!(
+            field_of(r#"{"result":["x"]}"#),
+            Some("outputs.result".into())
+        );
+        // Members without rules are not read.
+        assert_eq!(field_of(r#"{"other":[1,{"name":"no way"}]}"#), None);
         // A merge patch may remove any of them.
         assert_eq!(
             field_of(r#"{"parameters":null,"artifacts":null,"result":null,"exitCode":null}"#),

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -16,7 +16,6 @@ use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, header};
 use http_body_util::BodyExt;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::AppState;
@@ -92,22 +91,40 @@ fn is_json(content_type: Option<&str>) -> bool {
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
+/// Where a value sits in a body, spelled out (`outputs.parameters[0].value`) only when a
+/// key is found twice there.
+#[derive(Clone, Copy)]
+enum Place<'p> {
+    Top,
+    Member(&'p Place<'p>, &'p str),
+    Item(&'p Place<'p>, usize),
+}
+
+impl Place<'_> {
+    fn path(&self) -> String {
+        match self {
+            Place::Top => String::new(),
+            Place::Member(Place::Top, key) => (*key).to_owned(),
+            Place::Member(parent, key) => format!("{}.{key}", parent.path()),
+            Place::Item(parent, i) => format!("{}[{i}]", parent.path()),
+        }
+    }
+}
+
+/// What walking a body found: the path of a key it holds twice, and the top-level keys
+/// in their order when it is an object.
+#[derive(Default)]
+struct Walked {
+    duplicate: RefCell<Option<String>>,
+    top_keys: RefCell<Option<Vec<String>>>,
+}
+
 /// One value of a body, walked to find an object with a key twice. JSON parsers keep the
 /// first or the last of them, so a body that validates on one could be stored with the
 /// other: such a body is refused wherever the duplicate is.
 struct UniqueKeys<'a> {
-    path: Cow<'a, str>,
-    /// The path of the first duplicated key found.
-    duplicate: &'a RefCell<Option<String>>,
-}
-
-impl UniqueKeys<'_> {
-    fn child(&self, path: String) -> UniqueKeys<'_> {
-        UniqueKeys {
-            path: Cow::Owned(path),
-            duplicate: self.duplicate,
-        }
-    }
+    place: Place<'a>,
+    walked: &'a Walked,
 }
 
 impl<'de> DeserializeSeed<'de> for UniqueKeys<'_> {
@@ -151,68 +168,85 @@ impl<'de> Visitor<'de> for UniqueKeys<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
         let mut i = 0;
-        while items
-            .next_element_seed(self.child(format!("{}[{i}]", self.path)))?
-            .is_some()
-        {
+        loop {
+            let item = UniqueKeys {
+                place: Place::Item(&self.place, i),
+                walked: self.walked,
+            };
+            if items.next_element_seed(item)?.is_none() {
+                return Ok(());
+            }
             i += 1;
         }
-        Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
         let mut seen = HashSet::new();
+        let mut top_keys = Vec::new();
         while let Some(key) = members.next_key::<Cow<'de, str>>()? {
-            let path = if self.path.is_empty() {
-                key.to_string()
-            } else {
-                format!("{}.{key}", self.path)
-            };
-            if !seen.insert(key) {
+            let place = Place::Member(&self.place, &key);
+            if seen.contains(&key) {
+                let path = place.path();
                 let error = de::Error::custom(format!("the key {path} appears twice"));
-                *self.duplicate.borrow_mut() = Some(path);
+                *self.walked.duplicate.borrow_mut() = Some(path);
                 return Err(error);
             }
-            members.next_value_seed(self.child(path))?;
+            members.next_value_seed(UniqueKeys {
+                place,
+                walked: self.walked,
+            })?;
+            if matches!(self.place, Place::Top) {
+                top_keys.push(key.to_string());
+            }
+            seen.insert(key);
+        }
+        if matches!(self.place, Place::Top) {
+            *self.walked.top_keys.borrow_mut() = Some(top_keys);
         }
         Ok(())
     }
 }
 
-/// Refuses a body that is not JSON or that has a key twice in one object, anywhere.
-fn unique_keys(bytes: &[u8]) -> Result<(), ApiError> {
-    let duplicate = RefCell::new(None);
+/// Refuses a body that is not JSON or that has a key twice in one object, anywhere;
+/// returns its top-level keys, or `None` when it is not an object.
+fn unique_keys(bytes: &[u8]) -> Result<Option<Vec<String>>, ApiError> {
+    let walked = Walked::default();
     let seed = UniqueKeys {
-        path: Cow::Borrowed(""),
-        duplicate: &duplicate,
+        place: Place::Top,
+        walked: &walked,
     };
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let walked = seed
+    let result = seed
         .deserialize(&mut deserializer)
         .and_then(|()| deserializer.end());
-    walked.map_err(|e| {
-        let error = ApiError::new(
-            ProblemCode::InvalidJson,
-            format!("the body is not valid JSON: {e}"),
-        );
-        match duplicate.into_inner() {
-            Some(path) => error.with_field(path),
-            None => error,
+    match result {
+        Ok(()) => Ok(walked.top_keys.into_inner()),
+        Err(e) => {
+            let error = ApiError::new(
+                ProblemCode::InvalidJson,
+                format!("the body is not valid JSON: {e}"),
+            );
+            Err(match walked.duplicate.into_inner() {
+                Some(path) => error.with_field(path),
+                None => error,
+            })
         }
-    })
+    }
 }
 
 /// Reads `T` from JSON text: `invalid_json` when it is not a JSON object, `unknown_field`
 /// for a field `T` does not have, `invalid_field` for a missing or mistyped one.
 pub fn parse<T: RequestBody>(bytes: &[u8]) -> Result<T, ApiError> {
-    unique_keys(bytes)?;
-    let top: BTreeMap<String, &RawValue> = serde_json::from_slice(bytes).map_err(|e| {
-        ApiError::new(
+    let Some(top_keys) = unique_keys(bytes)? else {
+        return Err(ApiError::new(
             ProblemCode::InvalidJson,
-            format!("body is not a JSON object: {e}"),
-        )
-    })?;
-    if let Some(unknown) = top.keys().find(|key| !T::FIELDS.contains(&key.as_str())) {
+            "the body is not a JSON object",
+        ));
+    };
+    if let Some(unknown) = top_keys
+        .iter()
+        .find(|key| !T::FIELDS.contains(&key.as_str()))
+    {
         return Err(ApiError::new(
             ProblemCode::UnknownField,
             format!(
@@ -222,16 +256,22 @@ pub fn parse<T: RequestBody>(bytes: &[u8]) -> Result<T, ApiError> {
         )
         .with_field(unknown.as_str()));
     }
-    if let Some(missing) = T::REQUIRED.iter().find(|field| !top.contains_key(**field)) {
+    if let Some(missing) = T::REQUIRED
+        .iter()
+        .find(|field| !top_keys.iter().any(|key| key == *field))
+    {
         return Err(
             ApiError::new(ProblemCode::InvalidField, format!("{missing} is required"))
                 .with_field(*missing),
         );
     }
-    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let field = e.path().to_string();
-        ApiError::new(ProblemCode::InvalidField, e.into_inner().to_string()).with_field(field)
+    // Read again, tracking the path, only to say where a value is wrong.
+    serde_json::from_slice(bytes).or_else(|_| {
+        let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let field = e.path().to_string();
+            ApiError::new(ProblemCode::InvalidField, e.into_inner().to_string()).with_field(field)
+        })
     })
 }
 
