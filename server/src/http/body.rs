@@ -119,6 +119,39 @@ struct Walked {
     top_keys: RefCell<Option<Vec<String>>>,
 }
 
+/// The keys of one object seen so far. Argo's objects have a handful, compared in a
+/// list; a body's object with thousands is indexed, so that none costs quadratic time.
+enum Seen<'de> {
+    Few(Vec<Cow<'de, str>>),
+    Many(HashSet<Cow<'de, str>>),
+}
+
+/// Keys compared in a list before they are indexed.
+const FEW_KEYS: usize = 16;
+
+impl<'de> Seen<'de> {
+    fn holds(&self, key: &str) -> bool {
+        match self {
+            Seen::Few(keys) => keys.iter().any(|seen| seen == key),
+            Seen::Many(keys) => keys.contains(key),
+        }
+    }
+
+    fn insert(&mut self, key: Cow<'de, str>) {
+        match self {
+            Seen::Few(keys) if keys.len() < FEW_KEYS => keys.push(key),
+            Seen::Few(keys) => {
+                let mut index: HashSet<_> = keys.drain(..).collect();
+                index.insert(key);
+                *self = Seen::Many(index);
+            }
+            Seen::Many(keys) => {
+                keys.insert(key);
+            }
+        }
+    }
+}
+
 /// One value of a body, walked to find an object with a key twice. JSON parsers keep the
 /// first or the last of them, so a body that validates on one could be stored with the
 /// other: such a body is refused wherever the duplicate is.
@@ -181,11 +214,11 @@ impl<'de> Visitor<'de> for UniqueKeys<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
+        let mut seen = Seen::Few(Vec::new());
         let mut top_keys = Vec::new();
         while let Some(key) = members.next_key::<Cow<'de, str>>()? {
             let place = Place::Member(&self.place, &key);
-            if seen.contains(&key) {
+            if seen.holds(&key) {
                 let path = place.path();
                 let error = de::Error::custom(format!("the key {path} appears twice"));
                 *self.walked.duplicate.borrow_mut() = Some(path);
@@ -485,6 +518,28 @@ mod tests {
         let ok = r#"{"protocolVersion":1,"workflowUid":"u","podName":"p","podUid":"q",
             "outputs":{"parameters":[{"name":"a"},{"name":"a"}]}}"#;
         assert!(parse::<ReportRequest>(ok.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn a_key_twice_among_many_is_found() {
+        let members = |keys: &[usize]| {
+            let members: Vec<String> = keys.iter().map(|k| format!("\"k{k}\":{k}")).collect();
+            format!(r#"{{"outputs":{{{}}}}}"#, members.join(","))
+        };
+        let distinct: Vec<usize> = (0..40).collect();
+        assert_eq!(
+            unique_keys(members(&distinct).as_bytes()).ok(),
+            Some(Some(vec!["outputs".to_owned()]))
+        );
+        // Past the keys compared in a list, against the indexed ones.
+        for (at, again) in [(30, 3), (30, 20), (10, 3)] {
+            let mut keys = distinct.clone();
+            keys.insert(at, again);
+            let error = unique_keys(members(&keys).as_bytes()).expect_err("refused");
+            let described = format!("{error:?}");
+            let named = format!(r#"field: Some("outputs.k{again}")"#);
+            assert!(described.contains(&named), "{described}");
+        }
     }
 
     fn json_value() -> impl Strategy<Value = serde_json::Value> {
