@@ -6,9 +6,8 @@ use argo_results_proto::schema::Namespace;
 use argo_results_proto::{FeedPage, Problem, ProblemCode};
 use axum::Extension;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use utoipa::IntoParams;
 
@@ -45,21 +44,19 @@ pub struct FeedParams {
     timeout_seconds: Option<u64>,
 }
 
-/// The page as JSON text: the items are stored serialized and are not parsed again.
+/// The page's members after its items.
+#[derive(Serialize)]
+struct Head {
+    revision: i64,
+}
+
 fn page(chunk: FeedChunk) -> Response {
-    let mut body =
-        String::with_capacity(chunk.items.iter().map(|i| i.len() + 1).sum::<usize>() + 40);
-    body.push_str("{\"items\":[");
-    body.push_str(&chunk.items.join(","));
-    body.push_str("],\"revision\":");
-    body.push_str(&chunk.revision.to_string());
-    body.push_str("}\n");
-    let mut response = (StatusCode::OK, body).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    super::page(
+        &chunk.items,
+        &Head {
+            revision: chunk.revision,
+        },
+    )
 }
 
 /// Every change with a revision above `since`, oldest first, then the revision to resume from.

@@ -109,6 +109,47 @@ fn json(status: StatusCode, value: &impl Serialize) -> Response {
     }
 }
 
+/// A `200` page: `items`, whose members are JSON texts already (written in, not parsed
+/// again), then the members of `rest`, an object.
+fn page(items: &[String], rest: &impl Serialize) -> Response {
+    let rest = match serde_json::to_string(rest) {
+        Ok(rest) => rest,
+        Err(e) => {
+            return error::ApiError::new(
+                argo_results_proto::ProblemCode::Internal,
+                format!("could not serialize the answer: {e}"),
+            )
+            .into_response();
+        }
+    };
+    let mut body =
+        String::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + rest.len() + 16);
+    body.push_str("{\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(item);
+    }
+    body.push(']');
+    // `rest` is `{...}`: its members follow the items'.
+    match rest.strip_prefix('{') {
+        Some("}") | None => body.push('}'),
+        Some(members) => {
+            body.push(',');
+            body.push_str(members);
+        }
+    }
+    // A final newline keeps curl output readable; JSON readers ignore it.
+    body.push('\n');
+    let mut response = (StatusCode::OK, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 /// `201` for a row's first write, `200` otherwise, with the stored result.
 fn written(written: Written) -> Response {
     let status = match written.outcome {

@@ -4,13 +4,13 @@
 use argo_results_proto::schema::Uid;
 use argo_results_proto::{
     AbandonRequest, DeleteResponse, NodeResult, PROTOCOL_VERSION, Problem, ProblemCode,
-    ReportRequest, ResultList, ResultState,
+    ReportRequest, ResultList, ResultState, Summary,
 };
 use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
 use super::body::JsonBody;
@@ -302,19 +302,24 @@ pub async fn list(
             limit: limit(params.limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)?,
         })
         .await?;
-    let continue_token = match (&page.workflow_uid, page.items.last()) {
-        (Some(uid), Some(last)) if page.more => {
-            Some(cursor::encode(&page_query, uid, &last.node_id))
-        }
+    let continue_token = match (&page.workflow_uid, &page.last_node_id) {
+        (Some(uid), Some(last)) if page.more => Some(cursor::encode(&page_query, uid, last)),
         _ => None,
     };
-    let list = ResultList {
-        items: page.items,
+    // ResultList's members after its items, in its order.
+    #[derive(Serialize)]
+    struct Rest {
+        revision: i64,
+        summary: Summary,
+        #[serde(rename = "continue")]
+        continue_token: Option<String>,
+    }
+    let rest = Rest {
         revision: page.revision,
         summary: page.summary,
         continue_token,
     };
-    Ok(json(StatusCode::OK, &list))
+    Ok(super::page(&page.items, &rest))
 }
 
 /// Delete every result of one workflow incarnation (garbage collection); the feed keeps

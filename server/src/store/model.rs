@@ -117,7 +117,11 @@ pub struct ListQuery {
 
 #[derive(Debug)]
 pub struct ResultPage {
-    pub items: Vec<NodeResult>,
+    /// Each item's JSON text as the API serves it: measured against the page's byte
+    /// budget as it is read, it is not serialized a second time.
+    pub items: Vec<String>,
+    /// The node ID of the last item, where the next page starts.
+    pub last_node_id: Option<String>,
     pub revision: i64,
     pub summary: Summary,
     /// The incarnation listed, when the workflow has results.

@@ -69,24 +69,6 @@ impl<T> Filling<T> {
     }
 }
 
-/// The length of `value` as JSON, without writing it anywhere.
-pub(super) fn json_len(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Serializing the API's types into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
 /// A summary from a count per state.
 pub(super) fn summarize(counts: Vec<(String, i64)>) -> Result<Summary, StoreError> {
     let mut summary = Summary::default();

@@ -6,9 +6,9 @@
 use futures_util::TryStreamExt;
 
 use super::super::backend::FeedRead;
-use super::super::error::StoreResult;
+use super::super::error::{StoreError, StoreResult};
 use super::super::model::{ListQuery, ResultPage};
-use super::super::page::{Filling, json_len, summarize};
+use super::super::page::{Filling, summarize};
 use super::super::row::Row;
 use super::super::statements::{
     NEWEST_UID, PENDING, READ_HEAD, READ_PRUNED, SELECT_BY_KEY, SELECT_CHANGES, SELECT_PAGE,
@@ -61,6 +61,7 @@ pub(super) async fn list(pool: &Pool, query: ListQuery) -> StoreResult<ResultPag
     };
     let mut page = ResultPage {
         items: Vec::new(),
+        last_node_id: None,
         revision,
         summary: Summary::default(),
         workflow_uid: uid.clone(),
@@ -91,15 +92,17 @@ pub(super) async fn list(pool: &Pool, query: ListQuery) -> StoreResult<ResultPag
             .fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {
             let item = row.into_api()?;
-            let node_id = item.node_id.clone();
-            let size = json_len(&item);
-            if !filling.offer(item, size) {
+            let text = serde_json::to_string(&item)
+                .map_err(|e| StoreError::Corrupt(format!("result {}: {e}", item.node_id)))?;
+            let size = text.len();
+            if !filling.offer(text, size) {
                 break;
             }
-            after = node_id;
+            after = item.node_id;
         }
     }
     tx.rollback().await?;
+    page.last_node_id = (!filling.items.is_empty()).then_some(after);
     page.more = filling.more;
     page.items = filling.items;
     Ok(page)
