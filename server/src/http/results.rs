@@ -151,7 +151,7 @@ pub async fn report(
         instance_id: body.instance_id,
         sequence: body.sequence,
         is_final: body.is_final,
-        outputs: body.outputs.map(|raw| raw.get().to_owned()),
+        outputs: body.outputs.map(|raw| Box::<str>::from(raw).into_string()),
         progress: body.progress,
         phase: body.phase,
         message: body.message,
