@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::store::Settled;
+use crate::store::{Settled, is_object};
 
 /// A field that breaks a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -212,10 +212,6 @@ fn named_items(
         }
     }
     Ok(())
-}
-
-fn is_object(raw: &RawValue) -> bool {
-    raw.get().trim_start().starts_with('{')
 }
 
 /// Argo's `Outputs`, as a merge patch: an object whose parameters and artifacts (when not

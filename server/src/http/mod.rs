@@ -91,22 +91,29 @@ impl AppState {
 
 fn json(status: StatusCode, value: &impl Serialize) -> Response {
     match serde_json::to_vec(value) {
-        Ok(mut body) => {
-            // A final newline keeps curl output readable; JSON readers ignore it.
-            body.push(b'\n');
-            let mut response = (status, body).into_response();
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
-        }
-        Err(e) => error::ApiError::new(
-            argo_results_proto::ProblemCode::Internal,
-            format!("could not serialize the answer: {e}"),
-        )
-        .into_response(),
+        Ok(body) => json_text(status, body),
+        Err(e) => unserializable(e),
     }
+}
+
+/// An answer whose body is JSON text already.
+fn json_text(status: StatusCode, mut body: Vec<u8>) -> Response {
+    // A final newline keeps curl output readable; JSON readers ignore it.
+    body.push(b'\n');
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn unserializable(e: serde_json::Error) -> Response {
+    error::ApiError::new(
+        argo_results_proto::ProblemCode::Internal,
+        format!("could not serialize the answer: {e}"),
+    )
+    .into_response()
 }
 
 /// A `200` page: `items`, whose members are JSON texts already (written in, not parsed
@@ -114,13 +121,7 @@ fn json(status: StatusCode, value: &impl Serialize) -> Response {
 fn page(items: &[String], rest: &impl Serialize) -> Response {
     let rest = match serde_json::to_string(rest) {
         Ok(rest) => rest,
-        Err(e) => {
-            return error::ApiError::new(
-                argo_results_proto::ProblemCode::Internal,
-                format!("could not serialize the answer: {e}"),
-            )
-            .into_response();
-        }
+        Err(e) => return unserializable(e),
     };
     let mut body =
         String::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + rest.len() + 16);
@@ -140,14 +141,7 @@ fn page(items: &[String], rest: &impl Serialize) -> Response {
             body.push_str(members);
         }
     }
-    // A final newline keeps curl output readable; JSON readers ignore it.
-    body.push('\n');
-    let mut response = (StatusCode::OK, body).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    json_text(StatusCode::OK, body.into_bytes())
 }
 
 /// `201` for a row's first write, `200` otherwise, with the stored result.

@@ -33,7 +33,8 @@ impl<'de> Deserialize<'de> for Members<'de> {
     }
 }
 
-fn is_object(raw: &RawValue) -> bool {
+/// Whether a JSON text is an object (the text is valid JSON already).
+pub fn is_object(raw: &RawValue) -> bool {
     raw.get().trim_start().starts_with('{')
 }
 

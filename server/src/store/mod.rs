@@ -38,6 +38,7 @@ mod writer;
 
 pub use api::{BoxFuture, Store};
 pub use error::{FailureKind, Refusal, StoreError, StoreResult};
+pub use merge::is_object;
 pub use model::{
     ClaimPage, ClaimQuery, Expectation, FeedChunk, ListQuery, NewClaim, Outcome, PruneBefore,
     Pruned, Report, ResultKey, ResultPage, Settled, Settlement, Written,
