@@ -4,7 +4,6 @@
 //! store ([`store`]); the HTTP API ([`http`]) serves them until SIGTERM or SIGINT.
 
 pub mod auth;
-pub mod clock;
 pub mod config;
 pub mod console;
 pub mod http;

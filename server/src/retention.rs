@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::now_millis;
+use argo_results_rules::clock::now_millis;
 use crate::metrics::Metrics;
 use crate::store::{PruneBefore, Store};
 

@@ -301,7 +301,7 @@ pub const DEFAULT_LEASE_SECONDS: i64 = 60;
 const LEASE_SECONDS: std::ops::RangeInclusive<i64> = 5..=3600;
 
 fn scheduled_time(text: &str) -> Result<i64, FieldError> {
-    crate::clock::parse_rfc3339_millis(text).ok_or_else(|| {
+    argo_results_rules::clock::parse_rfc3339_millis(text).ok_or_else(|| {
         field_error(
             "scheduledTime",
             format!("{text:?} is not an RFC 3339 time such as 2026-11-29T17:00:00Z"),

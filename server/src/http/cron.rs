@@ -16,7 +16,7 @@ use super::error::ApiResult;
 use super::json;
 use super::params::{CronPath, Names, QueryParams, invalid_parameter, limit};
 use crate::auth::{Caller, Verb};
-use crate::clock::format_scheduled;
+use argo_results_rules::clock::format_scheduled;
 use crate::store::{ClaimQuery, NewClaim, Settlement};
 use crate::validate;
 

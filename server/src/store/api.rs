@@ -6,11 +6,10 @@ use std::pin::Pin;
 use argo_results_proto::{Claim, NodeResult};
 use tokio::sync::watch;
 
+use argo_results_rules::{Expectation, NewClaim, Report, ResultKey, Settlement, Written};
+
 use super::error::StoreResult;
-use super::model::{
-    ClaimPage, ClaimQuery, Expectation, FeedChunk, ListQuery, NewClaim, PruneBefore, Pruned,
-    Report, ResultKey, ResultPage, Settlement, Written,
-};
+use super::model::{ClaimPage, ClaimQuery, FeedChunk, ListQuery, PruneBefore, Pruned, ResultPage};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

@@ -2,7 +2,7 @@
 //!
 //! A backend runs whole transactions; what they write is decided above it: a batch's rows
 //! and feed changes by the writer ([`super::writer`]) from the rules, a claim's fate by
-//! [`super::claim`].
+//! `argo_results_rules::claim`.
 //!
 //! # Revisions in commit order: the serial section
 //!
@@ -52,37 +52,19 @@ use std::future::Future;
 
 use sqlx::{Database, Pool};
 
-use super::changes::Change;
-use super::claim::{ClaimDecision, ClaimRow, SettleDecision};
+use argo_results_rules::Row;
+use argo_results_rules::batch::{Batch, Identity};
+use argo_results_rules::claim::{ClaimDecision, ClaimRow, SettleDecision};
+use argo_results_rules::feed::FeedBounds;
+
 use super::error::StoreResult;
 use super::model::{ClaimQuery, ListQuery, ResultPage};
-use super::row::Row;
 
-/// A result's primary key in the database: namespace, workflow UID, node ID.
-pub(super) type Identity<'a> = (&'a str, &'a str, &'a str);
-
-/// What one transaction of the writer stores: each row's last state and every change.
-#[derive(Debug)]
-pub(super) struct Batch {
-    /// The revision of the last change, the new head.
-    pub head: i64,
-    /// At most one per key: a statement cannot touch a row twice.
-    pub rows: Vec<Row>,
-    pub changes: Vec<Change>,
-}
-
-/// Changes read from the feed.
+/// Changes read from the feed, and where the read stood.
 #[derive(Debug)]
 pub(super) struct FeedRead {
     pub items: Vec<String>,
-    /// Every revision up to this one had committed when the read began.
-    pub head: i64,
-    /// The revision of the last item read.
-    pub last: i64,
-    /// More changes follow the last item, up to the head.
-    pub more: bool,
-    /// History was pruned through this revision, read after the changes.
-    pub pruned: i64,
+    pub bounds: FeedBounds,
 }
 
 /// How long a request may wait for a database connection before it is answered
@@ -137,7 +119,7 @@ pub(super) trait Backend: std::fmt::Debug + Clone + Send + Sync + Sized + 'stati
     ) -> impl Future<Output = StoreResult<Option<u64>>> + Send + '_;
 
     /// Deletes up to [`RETENTION_BATCH`] claims that retention removes (see
-    /// [`super::claim`]).
+    /// `prunable_claim!` in [`super::statements`]).
     fn prune_claims(&self, before: i64) -> impl Future<Output = StoreResult<u64>> + Send + '_;
 
     /// One result by its key, with no regard to the workflow name; by the newest

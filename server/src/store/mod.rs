@@ -2,8 +2,8 @@
 //!
 //! Handlers validate and authorize; the store decides create / replay / stale / frozen / pod
 //! mismatch / expectation reset / abandon / delete / claim / settle, each in one transaction.
-//! The decisions are pure functions over the stored row ([`rules`], [`claim`], [`merge`]),
-//! shared by both backends, so both behave identically. Writes of many requests share a
+//! The decisions are pure functions over the stored row, in the crate `argo-results-rules`
+//! (`server/rules`), shared by both backends, so both behave identically. Writes of many requests share a
 //! transaction ([`writer`]) without changing what any of them decides. Below the shared
 //! code, a [`backend::Backend`] runs the transactions on its native driver: [`postgres`]
 //! (production, many replicas) or [`sqlite`] (the embedded default, one replica).
@@ -20,29 +20,25 @@
 
 mod api;
 mod backend;
-mod changes;
-mod claim;
+mod columns;
 mod error;
-mod merge;
 mod model;
 mod native;
 mod notify;
 mod open;
 mod page;
 mod postgres;
-mod row;
-mod rules;
 mod sqlite;
 mod statements;
 mod writer;
 
 pub use api::{BoxFuture, Store};
-pub use error::{FailureKind, Refusal, StoreError, StoreResult};
-pub use merge::is_object;
-pub use model::{
-    ClaimPage, ClaimQuery, Expectation, FeedChunk, ListQuery, NewClaim, Outcome, PruneBefore,
-    Pruned, Report, ResultKey, ResultPage, Settled, Settlement, Written,
+pub use argo_results_rules::merge::is_object;
+pub use argo_results_rules::{
+    Expectation, NewClaim, Outcome, Report, ReportPolicy, ResultKey, Settled, Settlement,
+    Written,
 };
+pub use error::{FailureKind, Refusal, StoreError, StoreResult};
+pub use model::{ClaimPage, ClaimQuery, FeedChunk, ListQuery, PruneBefore, Pruned, ResultPage};
 pub use open::open;
-pub use rules::ReportPolicy;
 pub use writer::Batching;

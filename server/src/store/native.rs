@@ -7,20 +7,19 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use argo_results_proto::{Claim, NodeResult};
+use argo_results_rules::claim::{self, ClaimRow};
+use argo_results_rules::feed;
+use argo_results_rules::{
+    Expectation, NewClaim, Report, ReportPolicy, ResultKey, Row, Settlement, Write, Written,
+};
 use tokio::sync::watch;
 
 use super::api::{BoxFuture, Store};
 use super::backend::Backend;
-use super::claim::{self, ClaimRow};
-use super::error::{Refusal, StoreError, StoreResult};
-use super::model::{
-    ClaimPage, ClaimQuery, Expectation, FeedChunk, ListQuery, NewClaim, PruneBefore, Pruned,
-    Report, ResultKey, ResultPage, Settlement, Written,
-};
+use super::error::{StoreError, StoreResult};
+use super::model::{ClaimPage, ClaimQuery, FeedChunk, ListQuery, PruneBefore, Pruned, ResultPage};
 use super::notify::Notifier;
 use super::page::summarize;
-use super::row::Row;
-use super::rules::{self, ReportPolicy};
 use super::writer::{Batching, Queue};
 use crate::metrics::Metrics;
 
@@ -28,7 +27,6 @@ use crate::metrics::Metrics;
 pub(super) struct NativeStore<B: Backend> {
     backend: B,
     writes: Queue,
-    policy: ReportPolicy,
     notifier: Arc<Notifier>,
     metrics: Arc<Metrics>,
 }
@@ -46,6 +44,7 @@ impl<B: Backend> NativeStore<B> {
         let writes = Queue::start(
             &backend,
             batching,
+            policy,
             Arc::clone(&notifier),
             Arc::clone(&metrics),
         )
@@ -53,7 +52,6 @@ impl<B: Backend> NativeStore<B> {
         Ok(NativeStore {
             backend,
             writes,
-            policy,
             notifier,
             metrics,
         })
@@ -130,20 +128,7 @@ impl<B: Backend> NativeStore<B> {
             .backend
             .feed(since, namespace.as_deref().unwrap_or_default(), limit)
             .await?;
-        if since < read.pruned {
-            return Err(Refusal::Gone {
-                since,
-                pruned: read.pruned,
-                revision: read.head,
-            }
-            .into());
-        }
-        // A full page resumes after its last change; one that read everything, at the head.
-        let revision = if read.more {
-            read.last
-        } else {
-            read.head.max(since)
-        };
+        let revision = feed::next_since(since, &read.bounds)?;
         Ok(FeedChunk {
             items: read.items,
             revision,
@@ -168,14 +153,8 @@ impl<B: Backend> NativeStore<B> {
         }
     }
 
-    fn submit<'a>(
-        &'a self,
-        key: ResultKey,
-        decide: impl Fn(Option<&Row>, &ResultKey, i64) -> rules::Decision + Send + Sync + 'static,
-    ) -> BoxFuture<'a, StoreResult<Written>> {
-        let rule_key = key.clone();
-        let decide = move |current: Option<&Row>, now| decide(current, &rule_key, now);
-        self.measured(self.writes.submit(key, Box::new(decide)))
+    fn submit(&self, key: ResultKey, write: Write) -> BoxFuture<'_, StoreResult<Written>> {
+        self.measured(self.writes.submit(key, write))
     }
 }
 
@@ -198,10 +177,7 @@ fn new_claim_id() -> StoreResult<String> {
 
 impl<B: Backend> Store for NativeStore<B> {
     fn report(&self, key: ResultKey, report: Report) -> BoxFuture<'_, StoreResult<Written>> {
-        let policy = self.policy;
-        self.submit(key, move |current, key, now| {
-            rules::report(current, key, &report, &policy, now)
-        })
+        self.submit(key, Write::Report(report))
     }
 
     fn expect(
@@ -209,15 +185,11 @@ impl<B: Backend> Store for NativeStore<B> {
         key: ResultKey,
         expectation: Expectation,
     ) -> BoxFuture<'_, StoreResult<Written>> {
-        self.submit(key, move |current, key, now| {
-            rules::expect(current, key, &expectation, now)
-        })
+        self.submit(key, Write::Expect(expectation))
     }
 
     fn abandon(&self, key: ResultKey, reason: String) -> BoxFuture<'_, StoreResult<Written>> {
-        self.submit(key, move |current, key, now| {
-            rules::abandon(current, key, &reason, now)
-        })
+        self.submit(key, Write::Abandon(reason))
     }
 
     fn delete_workflow(
@@ -249,9 +221,10 @@ impl<B: Backend> Store for NativeStore<B> {
                 .get(&namespace, &workflow, &node_id, workflow_uid.as_deref())
                 .await?;
             // A UID names one incarnation of one workflow name.
-            row.filter(|row| row.workflow == workflow)
+            Ok(row
+                .filter(|row| row.workflow == workflow)
                 .map(Row::into_api)
-                .transpose()
+                .transpose()?)
         })
     }
 

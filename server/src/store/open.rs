@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
+use argo_results_rules::ReportPolicy;
+
 use super::api::Store;
 use super::backend::Backend;
 use super::error::{StoreError, StoreResult};
 use super::native::NativeStore;
 use super::notify::Notifier;
 use super::postgres::PgBackend;
-use super::rules::ReportPolicy;
 use super::sqlite::SqliteBackend;
 use super::writer::Batching;
 use crate::metrics::Metrics;

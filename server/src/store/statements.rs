@@ -1,8 +1,7 @@
 //! SQL text that both databases run as written; each backend keeps its own statements
 //! beside its code.
 
-use super::claim::claim_columns;
-use super::row::result_columns;
+use super::columns::{claim_columns, result_columns};
 
 /// The head: the newest committed revision.
 pub(super) const READ_HEAD: &str = "SELECT revision FROM store_state WHERE id = 1";

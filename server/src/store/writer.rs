@@ -11,27 +11,24 @@
 //!
 //! A write's path: the handler calls [`Queue::submit`]; [`writer`] gathers a batch;
 //! [`write_batch`] bounds it in time on the writer's connection; the backend's
-//! transaction locks the head and loads the rows, [`plan`] runs the rules and assigns
-//! revisions, the backend stores the plan and commits; [`writer`] answers each caller.
+//! transaction locks the head and loads the rows, the rules' `plan` decides each write and
+//! assigns revisions, the backend stores the plan and commits; [`writer`] answers each
+//! caller.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use argo_results_proto::FeedItem;
+use argo_results_rules::batch::{self, Identity};
+use argo_results_rules::clock::now_millis;
+use argo_results_rules::{ReportPolicy, ResultKey, Write, Written};
 use sqlx::Connection as _;
 use sqlx::pool::PoolConnection;
 use tokio::sync::{mpsc, oneshot};
 
-use super::backend::ACQUIRE_TIMEOUT;
-use super::backend::{Backend, Batch, Identity};
-use super::changes::Change;
-use super::error::{FailureKind, Refusal, StoreError, StoreResult};
-use super::model::{Outcome, ResultKey, Written};
+use super::backend::{ACQUIRE_TIMEOUT, Backend};
+use super::error::{FailureKind, StoreError, StoreResult};
 use super::notify::Notifier;
-use super::row::Row;
-use super::rules::Decision;
-use crate::clock::now_millis;
 use crate::metrics::Metrics;
 
 /// How writes are gathered (`--batch-max`, `--batch-wait`).
@@ -49,13 +46,10 @@ const MIN_BATCH_TIME: Duration = Duration::from_secs(1);
 /// A writer's connection idle longer than this is pinged before use.
 const IDLE_BEFORE_CHECK: Duration = Duration::from_secs(1);
 
-/// What a write does to its row, decided inside the transaction.
-pub(super) type Decide = Box<dyn Fn(Option<&Row>, i64) -> Decision + Send + Sync>;
-
 /// One write waiting for its transaction.
-struct Write {
+struct Queued {
     key: ResultKey,
-    decide: Decide,
+    write: Write,
     arrived: Instant,
     answer: oneshot::Sender<StoreResult<Written>>,
 }
@@ -63,12 +57,14 @@ struct Write {
 /// The writer's inbox.
 #[derive(Debug)]
 pub(super) struct Queue {
-    sender: mpsc::Sender<Write>,
+    sender: mpsc::Sender<Queued>,
 }
 
 /// What the writer needs besides its backend.
 struct Writer<B: Backend> {
     backend: B,
+    /// How reports are judged.
+    policy: ReportPolicy,
     /// Its connection, kept between batches so that a batch does not wait for the pool,
     /// and when it was last used.
     connection: Option<(PoolConnection<B::Db>, Instant)>,
@@ -79,10 +75,12 @@ struct Writer<B: Backend> {
 impl Queue {
     /// Starts the writer on a thread and a runtime of its own, with a connection of its
     /// own: every write waits for it, so it must not wait in line behind request handlers
-    /// for a turn on the server's threads. It runs until the queue is dropped.
+    /// for a turn on the server's threads. It runs until the queue is dropped, and judges
+    /// reports by `policy`.
     pub(super) async fn start<B: Backend>(
         backend: &B,
         batching: Batching,
+        policy: ReportPolicy,
         notifier: Arc<Notifier>,
         metrics: Arc<Metrics>,
     ) -> StoreResult<Queue> {
@@ -109,6 +107,7 @@ impl Queue {
                             let _ = opened.send(Ok(()));
                             let writer = Writer {
                                 backend,
+                                policy,
                                 connection: None,
                                 notifier,
                                 metrics,
@@ -132,16 +131,16 @@ impl Queue {
     }
 
     /// Queues a write and waits for its committed outcome.
-    pub(super) async fn submit(&self, key: ResultKey, decide: Decide) -> StoreResult<Written> {
+    pub(super) async fn submit(&self, key: ResultKey, write: Write) -> StoreResult<Written> {
         let (answer, answered) = oneshot::channel();
-        let write = Write {
+        let queued = Queued {
             key,
-            decide,
+            write,
             arrived: Instant::now(),
             answer,
         };
         self.sender
-            .send(write)
+            .send(queued)
             .await
             .map_err(|_| StoreError::Stopped)?;
         answered.await.map_err(|_| StoreError::Stopped)?
@@ -149,7 +148,7 @@ impl Queue {
 }
 
 impl<B: Backend> Writer<B> {
-    async fn run(mut self, mut queue: mpsc::Receiver<Write>, batching: Batching) {
+    async fn run(mut self, mut queue: mpsc::Receiver<Queued>, batching: Batching) {
         loop {
             let batch = match queue.try_recv() {
                 Ok(first) => drain(first, &mut queue, batching.max),
@@ -198,7 +197,10 @@ impl<B: Backend> Writer<B> {
 
     /// Runs a batch of writes in one transaction and commits what they wrote. Answers
     /// each write's outcome, or fails the whole batch when the transaction fails.
-    async fn write_batch(&mut self, writes: &[Write]) -> StoreResult<Vec<StoreResult<Written>>> {
+    async fn write_batch(
+        &mut self,
+        writes: &[Queued],
+    ) -> StoreResult<Vec<StoreResult<Written>>> {
         // A database that hangs instead of refusing must still be answered with 503
         // within 5 s: the whole batch, connecting included, ends 3 s after its oldest
         // write arrived (and has at least a second). A batch cut off at its commit may
@@ -242,133 +244,44 @@ impl<B: Backend> Writer<B> {
         Ok(held)
     }
 
-    async fn transaction(&mut self, writes: &[Write]) -> StoreResult<Vec<StoreResult<Written>>> {
+    async fn transaction(
+        &mut self,
+        queued: &[Queued],
+    ) -> StoreResult<Vec<StoreResult<Written>>> {
+        let writes: Vec<(&ResultKey, &Write)> =
+            queued.iter().map(|q| (&q.key, &q.write)).collect();
         // Each key once, in the order of its first write.
         let mut seen = HashSet::with_capacity(writes.len());
         let keys: Vec<Identity<'_>> = writes
             .iter()
-            .map(|write| identity(&write.key))
+            .map(|(key, _)| key.identity())
             .filter(|id| seen.insert(*id))
             .collect();
         let mut outcomes = Vec::new();
         let backend = self.backend.clone();
         let metrics = Arc::clone(&self.metrics);
+        let policy = self.policy;
         let connection = self.connection().await?;
         let head = backend
             .write_batch(&mut **connection, &keys, |head, stored| {
-                let (decided, batch) = plan(writes, head, stored, now_millis())?;
+                let planned = batch::plan(&writes, head, stored, &policy, now_millis())?;
                 metrics.batch_decided(writes.len());
-                outcomes = decided;
-                Ok(batch)
+                outcomes = planned.outcomes;
+                Ok(planned.batch)
             })
             .await?;
         if let Some(head) = head {
             self.notifier.publish(head);
         }
-        Ok(outcomes)
+        Ok(outcomes
+            .into_iter()
+            .map(|outcome| outcome.map_err(StoreError::from))
+            .collect())
     }
-}
-
-/// A result's primary key in the database.
-fn identity(key: &ResultKey) -> Identity<'_> {
-    (&key.namespace, &key.workflow_uid, &key.node_id)
-}
-
-fn stored_identity(row: &Row) -> Identity<'_> {
-    (&row.namespace, &row.workflow_uid, &row.node_id)
-}
-
-/// Decides `writes` in order, each on its row as the writes before it left it (`stored`
-/// are the rows as the transaction found them), under revisions after `head`. Answers
-/// each write's outcome and what the transaction stores, if anything changed.
-fn plan(
-    writes: &[Write],
-    mut head: i64,
-    stored: Vec<Row>,
-    now: i64,
-) -> StoreResult<(Vec<StoreResult<Written>>, Option<Batch>)> {
-    // Where each write's stored row is, if it has one.
-    let found: Vec<Option<usize>> = {
-        let index: HashMap<Identity<'_>, usize> = stored
-            .iter()
-            .enumerate()
-            .map(|(at, row)| (stored_identity(row), at))
-            .collect();
-        writes
-            .iter()
-            .map(|write| index.get(&identity(&write.key)).copied())
-            .collect()
-    };
-    let mut stored: Vec<Option<Row>> = stored.into_iter().map(Some).collect();
-    let mut rows: HashMap<Identity<'_>, Option<Row>> = HashMap::with_capacity(writes.len());
-    for (write, found) in writes.iter().zip(found) {
-        rows.entry(identity(&write.key))
-            .or_insert_with(|| found.and_then(|at| stored[at].take()));
-    }
-    let mut outcomes = Vec::with_capacity(writes.len());
-    let mut changes = Vec::new();
-    // The rows written, in the order of their first write.
-    let mut written: Vec<Identity<'_>> = Vec::new();
-    let mut seen = HashSet::new();
-    for write in writes {
-        let id = identity(&write.key);
-        let current = rows
-            .get_mut(&id)
-            .ok_or_else(|| StoreError::Corrupt(format!("batch lost the row of {:?}", write.key)))?;
-        let outcome = match (write.decide)(current.as_ref(), now) {
-            Decision::Write(mut row) => {
-                head += 1;
-                row.revision = head;
-                let outcome = if current.is_some() {
-                    Outcome::Updated
-                } else {
-                    row.created_revision = head;
-                    Outcome::Created
-                };
-                let result = row.clone().into_api()?;
-                changes.push(Change::of(&FeedItem::Upserted {
-                    revision: head,
-                    result: Box::new(result.clone()),
-                })?);
-                *current = Some(row);
-                if seen.insert(id) {
-                    written.push(id);
-                }
-                Ok(Written { result, outcome })
-            }
-            Decision::Unchanged(row) => Ok(Written {
-                result: row.into_api()?,
-                outcome: Outcome::Unchanged,
-            }),
-            Decision::Frozen(row) => Err(Refusal::Frozen {
-                current: Box::new(row.into_api()?),
-            }
-            .into()),
-            Decision::Refuse(refusal) => Err(refusal.into()),
-            Decision::Corrupt(detail) => Err(StoreError::Corrupt(detail)),
-        };
-        outcomes.push(outcome);
-    }
-    if changes.is_empty() {
-        return Ok((outcomes, None));
-    }
-    // Only a row's last state is stored; each of its writes is in the feed.
-    let rows = written
-        .iter()
-        .filter_map(|id| rows.remove(id).flatten())
-        .collect();
-    Ok((
-        outcomes,
-        Some(Batch {
-            head,
-            rows,
-            changes,
-        }),
-    ))
 }
 
 /// The first write and those queued behind it, up to `max`.
-fn drain(first: Write, queue: &mut mpsc::Receiver<Write>, max: usize) -> Vec<Write> {
+fn drain(first: Queued, queue: &mut mpsc::Receiver<Queued>, max: usize) -> Vec<Queued> {
     let mut batch = vec![first];
     while batch.len() < max
         && let Ok(write) = queue.try_recv()
@@ -379,7 +292,11 @@ fn drain(first: Write, queue: &mut mpsc::Receiver<Write>, max: usize) -> Vec<Wri
 }
 
 /// The first write and those that arrive within `batching.wait`, up to `batching.max`.
-async fn gather(first: Write, queue: &mut mpsc::Receiver<Write>, batching: Batching) -> Vec<Write> {
+async fn gather(
+    first: Queued,
+    queue: &mut mpsc::Receiver<Queued>,
+    batching: Batching,
+) -> Vec<Queued> {
     let deadline = tokio::time::Instant::now() + batching.wait;
     let mut batch = vec![first];
     while batch.len() < batching.max {

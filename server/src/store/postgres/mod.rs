@@ -26,7 +26,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use super::backend::ACQUIRE_TIMEOUT;
-use super::claim::claim_columns;
+use super::columns::claim_columns;
 use super::error::StoreResult;
 use super::notify::Notifier;
 

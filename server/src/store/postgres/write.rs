@@ -4,13 +4,14 @@
 
 use sqlx::{Connection as _, PgConnection, Postgres, Transaction};
 
-use super::super::backend::{Batch, Identity};
-use super::super::changes::Change;
+use argo_results_rules::Row;
+use argo_results_rules::batch::{Batch, Change, Identity};
+use argo_results_rules::clock::now_millis;
+
+use super::super::columns::{self, result_columns};
 use super::super::error::StoreResult;
-use super::super::row::{Row, result_columns};
 use super::super::statements::{LOCK_HEAD, upsert_set};
 use super::channel;
-use crate::clock::now_millis;
 
 /// The stored rows of the keys `$1`, `$2`, `$3` (namespaces, workflow UIDs, node IDs).
 const LOAD: &str = concat!(
@@ -70,11 +71,12 @@ where
     // Planned afresh for every batch: a generic plan cached while `results` was small
     // would scan it whole for every batch until autovacuum analyzes it (and the writer's
     // long-lived connection would keep that plan).
-    let stored = sqlx::query_as::<_, Row>(LOAD)
+    let stored = sqlx::query(LOAD)
         .persistent(false)
         .bind(namespaces)
         .bind(uids)
         .bind(nodes)
+        .try_map(|row| columns::result(&row))
         .fetch_all(&mut *tx)
         .await?;
     let Some(batch) = plan(head, stored)? else {

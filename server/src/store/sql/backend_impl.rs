@@ -4,11 +4,13 @@
 //! Compiled once per backend (see `sql/` in the store's module doc): `super` is
 //! `postgres` or `sqlite`, and `ThisBackend` its backend.
 
-use super::super::backend::{Backend, Batch, FeedRead, Identity};
-use super::super::claim::{ClaimDecision, ClaimRow, SettleDecision};
+use argo_results_rules::Row;
+use argo_results_rules::batch::{Batch, Identity};
+use argo_results_rules::claim::{ClaimDecision, ClaimRow, SettleDecision};
+
+use super::super::backend::{Backend, FeedRead};
 use super::super::error::StoreResult;
 use super::super::model::{ClaimQuery, ListQuery, ResultPage};
-use super::super::row::Row;
 use super::super::statements::READ_HEAD;
 use super::{Connection, Db, Pool, ThisBackend, claims, delete, pool, read, write};
 

@@ -4,7 +4,9 @@
 //! Compiled once per backend (see `sql/` in the store's module doc): `super` is
 //! `postgres` or `sqlite`, which name the pool, connection and statements used here.
 
-use super::super::claim::{ClaimDecision, ClaimRow, SettleDecision};
+use argo_results_rules::claim::{ClaimDecision, ClaimRow, SettleDecision};
+
+use super::super::columns;
 use super::super::error::StoreResult;
 use super::super::model::ClaimQuery;
 use super::super::statements::{INSERT_CLAIM, LAST_SETTLED, SELECT_CLAIMS, UPDATE_CLAIM};
@@ -32,9 +34,10 @@ async fn locked(
     cron_workflow_uid: &str,
     scheduled_millis: i64,
 ) -> StoreResult<(Option<ClaimRow>, i64)> {
-    let row = sqlx::query_as(SELECT_CLAIM_LOCKED)
+    let row = sqlx::query(SELECT_CLAIM_LOCKED)
         .bind(cron_workflow_uid)
         .bind(scheduled_millis)
+        .try_map(|row| columns::claim(&row))
         .fetch_optional(&mut *tx)
         .await?;
     let now = sqlx::query_scalar(NOW).fetch_one(&mut *tx).await?;
@@ -126,13 +129,14 @@ pub(super) async fn page(
     let uid = query.cron_workflow_uid.unwrap_or_default();
     let (after_time, after_uid) = query.after.unwrap_or((i64::MAX, String::new()));
     let mut tx = pool.begin_with(BEGIN_READ).await?;
-    let rows = sqlx::query_as(SELECT_CLAIMS)
+    let rows = sqlx::query(SELECT_CLAIMS)
         .bind(&query.namespace)
         .bind(&query.cron_workflow)
         .bind(&uid)
         .bind(after_time)
         .bind(after_uid)
         .bind(i64::from(query.limit) + 1)
+        .try_map(|row| columns::claim(&row))
         .fetch_all(&mut *tx)
         .await?;
     let last_scheduled = sqlx::query_scalar(LAST_SETTLED)

@@ -6,8 +6,10 @@
 
 use sqlx::Transaction;
 
+use argo_results_rules::batch::{self, Deleted};
+
 use super::super::backend::RETENTION_BATCH;
-use super::super::changes::{self, Deleted};
+use super::super::columns;
 use super::super::error::StoreResult;
 use super::super::statements::{
     DELETE_CHANGES, DELETE_EXPIRED, DELETE_OLD_CLAIMS, DELETE_WORKFLOW, LOCK_HEAD,
@@ -19,9 +21,10 @@ use super::{BEGIN_WRITE, Db, Pool};
 pub(super) async fn expire_results(pool: &Pool, before: i64) -> StoreResult<Option<(u64, i64)>> {
     let mut tx = pool.begin_with(BEGIN_WRITE).await?;
     let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
-    let deleted = sqlx::query_as::<_, Deleted>(DELETE_EXPIRED)
+    let deleted = sqlx::query(DELETE_EXPIRED)
         .bind(before)
         .bind(RETENTION_BATCH)
+        .try_map(|row| columns::deleted(&row))
         .fetch_all(&mut *tx)
         .await?;
     commit_tombstones(tx, head, deleted).await
@@ -68,10 +71,11 @@ pub(super) async fn delete_workflow(
 ) -> StoreResult<Option<(u64, i64)>> {
     let mut tx = pool.begin_with(BEGIN_WRITE).await?;
     let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
-    let mut deleted = sqlx::query_as::<_, Deleted>(DELETE_WORKFLOW)
+    let mut deleted = sqlx::query(DELETE_WORKFLOW)
         .bind(namespace)
         .bind(workflow)
         .bind(workflow_uid)
+        .try_map(|row| columns::deleted(&row))
         .fetch_all(&mut *tx)
         .await?;
     deleted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
@@ -88,7 +92,7 @@ async fn commit_tombstones(
         tx.rollback().await?;
         return Ok(None);
     }
-    let tombstones = changes::tombstones(head, deleted)?;
+    let tombstones = batch::tombstones(head, deleted)?;
     let count = tombstones.len() as i64;
     record_and_commit(tx, head + count, &tombstones).await?;
     Ok(Some((count as u64, head + count)))

@@ -5,11 +5,14 @@
 
 use futures_util::TryStreamExt;
 
+use argo_results_rules::Row;
+use argo_results_rules::feed::FeedBounds;
+
 use super::super::backend::FeedRead;
+use super::super::columns;
 use super::super::error::{StoreError, StoreResult};
 use super::super::model::{ListQuery, ResultPage};
 use super::super::page::{Filling, summarize};
-use super::super::row::Row;
 use super::super::statements::{
     NEWEST_UID, PENDING, READ_HEAD, READ_PRUNED, SELECT_BY_KEY, SELECT_CHANGES, SELECT_PAGE,
     SUMMARY,
@@ -44,10 +47,11 @@ pub(super) async fn get(
             None => return Ok(None),
         },
     };
-    Ok(sqlx::query_as(SELECT_BY_KEY)
+    Ok(sqlx::query(SELECT_BY_KEY)
         .bind(namespace)
         .bind(uid)
         .bind(node_id)
+        .try_map(|row| columns::result(&row))
         .fetch_optional(&mut *connection)
         .await?)
 }
@@ -82,13 +86,14 @@ pub(super) async fn list(pool: &Pool, query: ListQuery) -> StoreResult<ResultPag
     let mut filling = Filling::new(query.limit);
     let mut after = query.after.unwrap_or_default();
     while let Some(rows) = filling.next_round() {
-        let mut rows = sqlx::query_as::<_, Row>(SELECT_PAGE)
+        let mut rows = sqlx::query(SELECT_PAGE)
             .bind(&query.namespace)
             .bind(&uid)
             .bind(&query.workflow)
             .bind(after.clone())
             .bind(state)
             .bind(rows as i64)
+            .try_map(|row| columns::result(&row))
             .fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {
             let item = row.into_api()?;
@@ -138,10 +143,12 @@ pub(super) async fn feed(
     let pruned: i64 = sqlx::query_scalar(READ_PRUNED).fetch_one(pool).await?;
     Ok(FeedRead {
         items: filling.items,
-        head,
-        last,
-        more: filling.more,
-        pruned,
+        bounds: FeedBounds {
+            head,
+            last,
+            more: filling.more,
+            pruned,
+        },
     })
 }
 

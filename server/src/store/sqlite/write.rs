@@ -3,13 +3,14 @@
 
 use sqlx::{Connection as _, Sqlite, SqliteConnection, Transaction};
 
-use super::super::backend::{Batch, Identity};
-use super::super::changes::Change;
+use argo_results_rules::Row;
+use argo_results_rules::batch::{Batch, Change, Identity};
+use argo_results_rules::clock::now_millis;
+
+use super::super::columns::{self, result_columns};
 use super::super::error::StoreResult;
-use super::super::row::{Row, result_columns};
 use super::super::statements::{LOCK_HEAD, SELECT_BY_KEY, upsert_set};
 use super::BEGIN_WRITE;
-use crate::clock::now_millis;
 
 const UPSERT: &str = concat!(
     "INSERT INTO results (",
@@ -35,10 +36,11 @@ where
     let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
     let mut stored = Vec::with_capacity(keys.len());
     for &(namespace, workflow_uid, node_id) in keys {
-        let row = sqlx::query_as::<_, Row>(SELECT_BY_KEY)
+        let row = sqlx::query(SELECT_BY_KEY)
             .bind(namespace)
             .bind(workflow_uid)
             .bind(node_id)
+            .try_map(|row| columns::result(&row))
             .fetch_optional(&mut *tx)
             .await?;
         stored.extend(row);

@@ -1,15 +1,15 @@
-//! What a write does to a stored row: pure decisions, shared by every backend.
+//! What a write does to a stored result row: a report, an expectation or an abandon.
 
 use argo_results_proto::ResultState;
 use serde_json::Value;
 
-use super::error::Refusal;
-use super::merge;
-use super::model::{Expectation, Report, ResultKey};
-use super::row::Row;
+use crate::merge;
+use crate::refusal::Refusal;
+use crate::request::{Expectation, Report, ResultKey};
+use crate::row::Row;
 
 #[derive(Debug)]
-pub(super) enum Decision {
+pub enum Decision {
     /// Store this row under a new revision.
     Write(Row),
     /// Nothing changes; answer with the stored row.
@@ -50,6 +50,34 @@ pub struct ReportPolicy {
     pub require_expectation: bool,
     /// The largest merged `outputs` (`--max-body-bytes`).
     pub max_outputs_bytes: usize,
+}
+
+/// A write of a result row, as the writer queues it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Write {
+    /// A wait container's report (API section 2).
+    Report(Report),
+    /// A controller's expectation (API section 3).
+    Expect(Expectation),
+    /// The controller gives up on the node, for this reason (API section 3).
+    Abandon(String),
+}
+
+impl Write {
+    /// What this write does to `current`, the row of `key` as stored, at `now`.
+    pub fn decide(
+        &self,
+        current: Option<&Row>,
+        key: &ResultKey,
+        policy: &ReportPolicy,
+        now: i64,
+    ) -> Decision {
+        match self {
+            Write::Report(report_) => report(current, key, report_, policy, now),
+            Write::Expect(expectation) => expect(current, key, expectation, now),
+            Write::Abandon(reason) => abandon(current, key, reason, now),
+        }
+    }
 }
 
 /// Two `outputs` texts are the same when they are equal as text or as JSON values, so a
@@ -204,7 +232,7 @@ fn decide_report(
 }
 
 /// A wait container's report (API section 2).
-pub(super) fn report(
+pub fn report(
     current: Option<&Row>,
     key: &ResultKey,
     report: &Report,
@@ -232,7 +260,7 @@ pub(super) fn report(
 
 /// A controller's expectation (API section 3). A new pod (another name, or another UID)
 /// resets a live row for that pod; a frozen row keeps its result.
-pub(super) fn expect(
+pub fn expect(
     current: Option<&Row>,
     key: &ResultKey,
     expectation: &Expectation,
@@ -276,7 +304,7 @@ pub(super) fn expect(
 
 /// The controller gives up on a node whose pod is gone. A completed result is kept, and
 /// the refusal carries it so the controller can use its outputs.
-pub(super) fn abandon(current: Option<&Row>, key: &ResultKey, reason: &str, now: i64) -> Decision {
+pub fn abandon(current: Option<&Row>, key: &ResultKey, reason: &str, now: i64) -> Decision {
     let Some(current) = current else {
         return Decision::Refuse(Refusal::NotFound {
             node_id: key.node_id.clone(),

@@ -2,25 +2,14 @@
 
 use argo_results_proto::{NodeResult, ResultState};
 use serde_json::value::RawValue;
-use sqlx::{ColumnIndex, Decode, FromRow, Type};
 
-use super::error::StoreError;
-use super::model::ResultKey;
 use crate::clock::format_millis;
-
-/// The columns of `results`, in the order `FromRow` reads them and the upserts bind them.
-macro_rules! result_columns {
-    () => {
-        "namespace, workflow_uid, node_id, workflow, pod_name, pod_uid, instance_id, state, \
-         phase, message, progress, outputs, sequence, revision, created_revision, created_at, \
-         updated_at, completed_at, abandon_reason"
-    };
-}
-pub(super) use result_columns;
+use crate::refusal::Corrupt;
+use crate::request::ResultKey;
 
 /// A row of `results`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Row {
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Row {
     pub namespace: String,
     pub workflow_uid: String,
     pub node_id: String,
@@ -69,14 +58,14 @@ impl Row {
     }
 
     /// The API form. Reads convert rows they are done with, so nothing is copied twice.
-    pub fn into_api(self) -> Result<NodeResult, StoreError> {
-        let outputs =
-            match self.outputs {
-                Some(text) => Some(RawValue::from_string(text).map_err(|e| {
-                    StoreError::Corrupt(format!("outputs of {}: {e}", self.node_id))
-                })?),
-                None => None,
-            };
+    pub fn into_api(self) -> Result<NodeResult, Corrupt> {
+        let outputs = match self.outputs {
+            Some(text) => Some(
+                RawValue::from_string(text)
+                    .map_err(|e| Corrupt(format!("outputs of {}: {e}", self.node_id)))?,
+            ),
+            None => None,
+        };
         Ok(NodeResult {
             namespace: self.namespace,
             workflow: self.workflow,
@@ -96,44 +85,6 @@ impl Row {
             updated_at: format_millis(self.updated_at),
             completed_at: self.completed_at.map(format_millis),
             abandon_reason: self.abandon_reason,
-        })
-    }
-}
-
-/// Decodes a row selected as `result_columns!`, by position: the same on both databases.
-impl<'r, R> FromRow<'r, R> for Row
-where
-    R: sqlx::Row,
-    usize: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    &'r str: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
-        let state: &str = row.try_get(7)?;
-        Ok(Row {
-            namespace: row.try_get(0)?,
-            workflow_uid: row.try_get(1)?,
-            node_id: row.try_get(2)?,
-            workflow: row.try_get(3)?,
-            pod_name: row.try_get(4)?,
-            pod_uid: row.try_get(5)?,
-            instance_id: row.try_get(6)?,
-            state: ResultState::parse(state).ok_or_else(|| sqlx::Error::ColumnDecode {
-                index: "state".into(),
-                source: format!("unknown state {state:?}").into(),
-            })?,
-            phase: row.try_get(8)?,
-            message: row.try_get(9)?,
-            progress: row.try_get(10)?,
-            outputs: row.try_get(11)?,
-            sequence: row.try_get(12)?,
-            revision: row.try_get(13)?,
-            created_revision: row.try_get(14)?,
-            created_at: row.try_get(15)?,
-            updated_at: row.try_get(16)?,
-            completed_at: row.try_get(17)?,
-            abandon_reason: row.try_get(18)?,
         })
     }
 }

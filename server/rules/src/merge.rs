@@ -127,7 +127,7 @@ fn merge_value<'a>(
 
 /// The stored outputs after `patch` (a JSON object) is merged into them. A patch merged
 /// into nothing is kept as sent when merging would not change it.
-pub(super) fn merge(stored: Option<&str>, patch: &str) -> Result<String, serde_json::Error> {
+pub fn merge(stored: Option<&str>, patch: &str) -> Result<String, serde_json::Error> {
     let patch: &RawValue = serde_json::from_str(patch)?;
     let stored: Option<&RawValue> = stored.map(serde_json::from_str).transpose()?;
     if stored.is_none() && !has_null_member(patch)? {

@@ -7,24 +7,14 @@
 //! clock only, so replicas with skewed clocks still agree on whose lease has expired.
 
 use argo_results_proto::{Claim, ClaimState};
-use sqlx::{ColumnIndex, Decode, FromRow, Type};
 
-use super::error::Refusal;
-use super::model::{NewClaim, Settled, Settlement};
 use crate::clock::{format_millis, format_scheduled};
-
-/// The columns of `cron_claims`, in the order `FromRow` reads them and the insert binds them.
-macro_rules! claim_columns {
-    () => {
-        "cron_workflow_uid, scheduled_time, namespace, cron_workflow, workflow_name, state, \
-         claim_id, claimed_at, lease_expires_at, takeovers, settled_at, workflow_uid, reason"
-    };
-}
-pub(super) use claim_columns;
+use crate::refusal::Refusal;
+use crate::request::{NewClaim, Settled, Settlement};
 
 /// A row of `cron_claims`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct ClaimRow {
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClaimRow {
     pub cron_workflow_uid: String,
     pub scheduled_time: i64,
     pub namespace: String,
@@ -71,41 +61,9 @@ impl ClaimRow {
     }
 }
 
-/// Decodes a row selected as `claim_columns!`, by position.
-impl<'r, R> FromRow<'r, R> for ClaimRow
-where
-    R: sqlx::Row,
-    usize: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    &'r str: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
-        let state: &str = row.try_get(5)?;
-        Ok(ClaimRow {
-            cron_workflow_uid: row.try_get(0)?,
-            scheduled_time: row.try_get(1)?,
-            namespace: row.try_get(2)?,
-            cron_workflow: row.try_get(3)?,
-            workflow_name: row.try_get(4)?,
-            state: ClaimState::parse(state).ok_or_else(|| sqlx::Error::ColumnDecode {
-                index: "state".into(),
-                source: format!("unknown claim state {state:?}").into(),
-            })?,
-            claim_id: row.try_get(6)?,
-            claimed_at: row.try_get(7)?,
-            lease_expires_at: row.try_get(8)?,
-            takeovers: row.try_get(9)?,
-            settled_at: row.try_get(10)?,
-            workflow_uid: row.try_get(11)?,
-            reason: row.try_get(12)?,
-        })
-    }
-}
-
 /// What a claim does.
 #[derive(Debug)]
-pub(super) enum ClaimDecision {
+pub enum ClaimDecision {
     /// The tick was never claimed: store this row.
     Insert(ClaimRow),
     /// The holder's lease expired unsettled: the row under a new holder.
@@ -126,7 +84,7 @@ fn same_cron_workflow(row: &ClaimRow, namespace: &str, cron_workflow: &str) -> R
 }
 
 /// Claims a tick at `now` (the database's clock) for a new holder, `claim_id`.
-pub(super) fn claim(
+pub fn claim(
     current: Option<&ClaimRow>,
     new: &NewClaim,
     claim_id: &str,
@@ -169,7 +127,7 @@ pub(super) fn claim(
 
 /// What a settle does.
 #[derive(Debug)]
-pub(super) enum SettleDecision {
+pub enum SettleDecision {
     /// Store the settled row.
     Update(ClaimRow),
     /// A replay of the holder's settle: answer with the stored row.
@@ -179,7 +137,7 @@ pub(super) enum SettleDecision {
 
 /// Records what the holder did, at `now` (the database's clock). A holder whose lease
 /// expired may still settle as long as nobody took the tick over: its workflow exists.
-pub(super) fn settle(
+pub fn settle(
     current: Option<ClaimRow>,
     settlement: &Settlement,
     now: i64,

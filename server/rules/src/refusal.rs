@@ -1,0 +1,95 @@
+//! Why the rules said no, and the one way a stored row can be unusable.
+
+use argo_results_proto::{Claim, ClaimState, NodeResult};
+
+/// Why the store refused a request. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("no result for node {node_id}")]
+    NotFound { node_id: String },
+    #[error("node {node_id} is {state}; its result is frozen", state = current.state.as_str(), node_id = current.node_id)]
+    Frozen { current: Box<NodeResult> },
+    #[error("sequence {given} is lower than the stored sequence {stored}")]
+    StaleSequence { given: i64, stored: i64 },
+    #[error("sequence {given} was already stored with different content")]
+    SequenceReused { given: i64 },
+    #[error("node {node_id} is bound to pod {bound}; pod UID {given} may not write it")]
+    PodMismatch {
+        node_id: String,
+        bound: String,
+        given: String,
+    },
+    #[error(
+        "node {node_id} expects no report from pod {pod}{expected}: pods may report only the \
+         nodes the controller registered for them (--require-expectation)",
+        expected = match expected { Some(name) => format!(" (it expects pod {name})"), None => String::new() }
+    )]
+    NotExpected {
+        node_id: String,
+        pod: String,
+        expected: Option<String>,
+    },
+    #[error(
+        "outputs merged with the stored ones would be {size} bytes; the limit is {limit} (--max-body-bytes)"
+    )]
+    OutputsTooLarge { size: usize, limit: usize },
+    #[error("the result belongs to controller instance {stored:?}, not {given:?}")]
+    InstanceMismatch { stored: String, given: String },
+    #[error("workflow UID {workflow_uid} belongs to workflow {stored:?}, not {given:?}")]
+    WorkflowMismatch {
+        workflow_uid: String,
+        stored: String,
+        given: String,
+    },
+    #[error(
+        "tick {} of cron workflow {} is {}{}", current.scheduled_time, current.cron_workflow,
+        current.state.as_str(),
+        match current.state {
+            ClaimState::Claimed => format!(" for workflow {} until {}", current.workflow_name, current.lease_expires_at),
+            _ => format!(" (workflow {})", current.workflow_name),
+        }
+    )]
+    AlreadyClaimed { current: Box<Claim> },
+    #[error(
+        "tick {} of cron workflow {} was taken over after this claim's lease expired; its \
+         holder now creates workflow {}: stop", current.scheduled_time, current.cron_workflow,
+        current.workflow_name
+    )]
+    LeaseLost { current: Box<Claim> },
+    #[error(
+        "tick {} of cron workflow {} is already settled as {}; its outcome is final",
+        current.scheduled_time, current.cron_workflow, current.state.as_str()
+    )]
+    AlreadySettled { current: Box<Claim> },
+    #[error("tick {scheduled_time} of cron workflow {cron_workflow} was never claimed")]
+    NotClaimed {
+        cron_workflow: String,
+        scheduled_time: String,
+    },
+    #[error("cron workflow UID {cron_workflow_uid} belongs to another cron workflow")]
+    OtherCronWorkflow { cron_workflow_uid: String },
+    #[error(
+        "revision {since} is older than the retained history (pruned through {pruned}): \
+         re-list what you keep and resume from revision {revision}"
+    )]
+    Gone {
+        since: i64,
+        pruned: i64,
+        revision: i64,
+    },
+}
+
+/// A stored row that cannot be read or served (its outputs are not JSON): bad data, not a
+/// refusal and not an outage.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Corrupt(pub String);
+
+/// Why one write of a batch wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum Rejected {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Corrupt(#[from] Corrupt),
+}
