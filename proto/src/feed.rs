@@ -45,6 +45,10 @@ impl FeedItem {
 pub struct FeedPage {
     pub items: Vec<FeedItem>,
     pub revision: i64,
+    /// The store's epoch, which `revision` belongs to: pass it with the next `since`
+    /// (absent from servers that predate epochs).
+    #[serde(default)]
+    pub epoch: Option<String>,
 }
 
 /// A feed item as read. Serde cannot read `outputs` (raw JSON text) through an internally

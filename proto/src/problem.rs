@@ -62,4 +62,7 @@ pub struct Problem {
     /// The store's current revision (on `410 gone`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
+    /// The store's epoch, which `revision` belongs to (on `410 gone`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
 }

@@ -70,6 +70,80 @@ pub struct NodeResult {
     pub abandon_reason: Option<String>,
 }
 
+/// The fields of a [`NodeResult`], `outputs` as its exact text.
+type Fields<'a> = (
+    (
+        &'a str,
+        &'a str,
+        &'a str,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+    ),
+    (
+        Option<&'a str>,
+        ResultState,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<&'a str>,
+    ),
+    (
+        Option<&'a str>,
+        Option<i64>,
+        i64,
+        &'a str,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+    ),
+);
+
+impl NodeResult {
+    fn fields(&self) -> Fields<'_> {
+        (
+            (
+                &self.namespace,
+                &self.workflow,
+                &self.workflow_uid,
+                &self.node_id,
+                self.pod_name.as_deref(),
+                self.pod_uid.as_deref(),
+            ),
+            (
+                self.instance_id.as_deref(),
+                self.state,
+                self.phase.as_deref(),
+                self.message.as_deref(),
+                self.progress.as_deref(),
+            ),
+            (
+                self.outputs.as_deref().map(RawValue::get),
+                self.sequence,
+                self.revision,
+                &self.created_at,
+                &self.updated_at,
+                self.completed_at.as_deref(),
+                self.abandon_reason.as_deref(),
+            ),
+        )
+    }
+}
+
+/// Equal when every field is, `outputs` compared as the exact text the store keeps.
+impl PartialEq for NodeResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.fields() == other.fields()
+    }
+}
+
+impl Eq for NodeResult {}
+
+impl std::hash::Hash for NodeResult {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.fields().hash(state);
+    }
+}
+
 /// Count of a workflow's results in each state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -87,6 +161,10 @@ pub struct Summary {
 pub struct ResultList {
     pub items: Vec<NodeResult>,
     pub revision: i64,
+    /// The store's epoch, which `revision` belongs to (absent from servers that predate
+    /// epochs).
+    #[serde(default)]
+    pub epoch: Option<String>,
     pub summary: Summary,
     /// Pass as `continue` to read the next page; `null` on the last page.
     #[serde(rename = "continue")]

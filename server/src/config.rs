@@ -164,6 +164,13 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_CLAIM_RETENTION", default_value = "30d", value_parser = parse_duration)]
     pub claim_retention: Duration,
 
+    /// Give the store a new epoch at start, so that every feed reader lists again instead
+    /// of reading on (`410 gone`): start once with it after restoring the database from a
+    /// backup. On Postgres a restore into another cluster, onto another timeline or by
+    /// pg_restore is noticed without it.
+    #[arg(long, env = "ARGO_RESULTS_NEW_EPOCH")]
+    pub new_epoch: bool,
+
     /// How often the retention pass runs.
     #[arg(long, env = "ARGO_RESULTS_RETENTION_EVERY", default_value = "1m", value_parser = parse_duration)]
     pub retention_every: Duration,
@@ -173,8 +180,9 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
 
-    /// Largest request body accepted.
-    #[arg(long, env = "ARGO_RESULTS_MAX_BODY_BYTES", default_value_t = 1 << 20)]
+    /// Largest request body accepted: 2 MiB by default, so that any outputs a
+    /// WorkflowTaskResult holds today (etcd's 1.5 MiB object limit) fit.
+    #[arg(long, env = "ARGO_RESULTS_MAX_BODY_BYTES", default_value_t = 2 << 20)]
     pub max_body_bytes: usize,
 
     /// Time a client has to send a request's body once its headers arrived; past it the
@@ -193,7 +201,7 @@ pub struct Config {
 
     /// Bytes of results one pod may change per hour, each change counted at the stored
     /// result's size (the feed keeps a copy of each); past it the pod's reports answer 429
-    /// until its budget refills [default: 16 x --max-body-bytes].
+    /// until its budget refills [default: 8 x --max-body-bytes, 16 MiB].
     #[arg(long, env = "ARGO_RESULTS_POD_WRITE_BUDGET")]
     pub pod_write_budget: Option<usize>,
 
@@ -294,7 +302,7 @@ impl Config {
 
     pub fn pod_write_budget(&self) -> usize {
         self.pod_write_budget
-            .unwrap_or(self.max_body_bytes.saturating_mul(16))
+            .unwrap_or(self.max_body_bytes.saturating_mul(8))
     }
 
     pub fn batching(&self) -> Batching {

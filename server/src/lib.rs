@@ -224,6 +224,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         config.max_connections,
         config.batching(),
         policy,
+        config.new_epoch,
         Arc::clone(&metrics),
     )
     .await?;

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use argo_results_rules::clock::now_millis;
 use crate::metrics::Metrics;
 use crate::store::{PruneBefore, Store};
+use argo_results_rules::clock::now_millis;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {

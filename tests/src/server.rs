@@ -363,6 +363,16 @@ impl TestServer {
         }
     }
 
+    /// The database URL the server was given (with its schema, on Postgres).
+    pub fn database_url(&self) -> &str {
+        &self.database_url
+    }
+
+    /// The Postgres schema of this server's store.
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -442,11 +452,17 @@ impl TestServer {
     }
 
     /// Kills the server (as a crash would) and starts it again on the same store and port.
-    pub async fn crash_and_restart(mut self) -> TestServer {
+    pub async fn crash_and_restart(self) -> TestServer {
+        self.restart_with(&[]).await
+    }
+
+    /// Kills the server and starts it again on the same store and port, with `flags` added.
+    pub async fn restart_with(mut self, flags: &[&str]) -> TestServer {
         self.kill().await;
         // The same address, so that clients of the first process find the second.
         let address = self.address().to_owned();
-        let command = self.same_server_on(&address);
+        let mut command = self.same_server_on(&address);
+        command.args(flags);
         let schema = self.schema.take();
         let database_url = self.database_url.clone();
         Self::launch(

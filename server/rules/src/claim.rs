@@ -137,11 +137,7 @@ pub enum SettleDecision {
 
 /// Records what the holder did, at `now` (the database's clock). A holder whose lease
 /// expired may still settle as long as nobody took the tick over: its workflow exists.
-pub fn settle(
-    current: Option<ClaimRow>,
-    settlement: &Settlement,
-    now: i64,
-) -> SettleDecision {
+pub fn settle(current: Option<ClaimRow>, settlement: &Settlement, now: i64) -> SettleDecision {
     let Some(current) = current else {
         return SettleDecision::Refuse(Refusal::NotClaimed {
             cron_workflow: settlement.cron_workflow.clone(),

@@ -18,7 +18,7 @@ pub mod request;
 pub mod result;
 pub mod row;
 
-pub use refusal::{Corrupt, Refusal, Rejected};
+pub use refusal::{Corrupt, Refusal, Rejected, Stale};
 pub use request::{
     Expectation, NewClaim, Outcome, Report, ResultKey, Settled, Settlement, Written,
 };

@@ -68,15 +68,42 @@ pub enum Refusal {
     },
     #[error("cron workflow UID {cron_workflow_uid} belongs to another cron workflow")]
     OtherCronWorkflow { cron_workflow_uid: String },
-    #[error(
-        "revision {since} is older than the retained history (pruned through {pruned}): \
-         re-list what you keep and resume from revision {revision}"
-    )]
+    #[error("{}", gone(*since, stale, *revision, epoch))]
     Gone {
         since: i64,
-        pruned: i64,
+        stale: Stale,
+        /// The store's head, where a reader that listed again goes on.
         revision: i64,
+        epoch: String,
     },
+}
+
+/// Why a feed reader's position is not in the store's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stale {
+    /// Behind what retention kept: history was pruned through `through`.
+    Pruned { through: i64 },
+    /// Past the store's newest revision.
+    Ahead,
+    /// Read in another epoch, `given`: the database was restored or replaced since.
+    OtherEpoch { given: String },
+}
+
+fn gone(since: i64, stale: &Stale, revision: i64, epoch: &str) -> String {
+    let why = match stale {
+        Stale::Pruned { through } => format!(
+            "revision {since} is older than the retained history (pruned through {through})"
+        ),
+        Stale::Ahead => format!(
+            "revision {since} is ahead of the store's newest revision, {revision}: the \
+             database was restored or replaced, or the reader is wrong"
+        ),
+        Stale::OtherEpoch { given } => format!(
+            "revision {since} was read in epoch {given}, and the store is in epoch {epoch}: \
+             the database was restored or replaced since"
+        ),
+    };
+    format!("{why}; re-list what you keep and resume from revision {revision} of epoch {epoch}")
 }
 
 /// A stored row that cannot be read or served (its outputs are not JSON): bad data, not a

@@ -16,9 +16,9 @@ use super::error::ApiResult;
 use super::json;
 use super::params::{CronPath, Names, QueryParams, invalid_parameter, limit};
 use crate::auth::{Caller, Verb};
-use argo_results_rules::clock::format_scheduled;
 use crate::store::{ClaimQuery, NewClaim, Settlement};
 use crate::validate;
+use argo_results_rules::clock::format_scheduled;
 
 const RUNS_DEFAULT_LIMIT: u32 = 500;
 const RUNS_MAX_LIMIT: u32 = 1000;

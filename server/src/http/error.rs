@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::auth::AuthError;
-use crate::store::{FailureKind, Refusal, StoreError};
+use crate::store::{FailureKind, Refusal, Stale, StoreError};
 use crate::validate::FieldError;
 
 /// Seconds a client should wait before retrying a shed or failed request.
@@ -22,6 +22,7 @@ pub struct ApiError {
     field: Option<String>,
     current: Option<Box<RawValue>>,
     revision: Option<i64>,
+    epoch: Option<String>,
 }
 
 impl ApiError {
@@ -32,6 +33,7 @@ impl ApiError {
             field: None,
             current: None,
             revision: None,
+            epoch: None,
         }
     }
 
@@ -88,6 +90,7 @@ impl IntoResponse for ApiError {
             field: self.field,
             current: self.current,
             revision: self.revision,
+            epoch: self.epoch,
         };
         let mut body = serde_json::to_vec(&problem).unwrap_or_default();
         body.push(b'\n');
@@ -185,9 +188,18 @@ impl From<StoreError> for ApiError {
             Refusal::OtherCronWorkflow { .. } => {
                 ApiError::new(ProblemCode::InvalidField, detail).with_field("cronWorkflowUid")
             }
-            Refusal::Gone { revision, .. } => ApiError {
+            Refusal::Gone {
+                revision,
+                epoch,
+                stale,
+                ..
+            } => ApiError {
                 revision: Some(revision),
-                ..ApiError::new(ProblemCode::Gone, detail).with_field("since")
+                epoch: Some(epoch),
+                ..ApiError::new(ProblemCode::Gone, detail).with_field(match stale {
+                    Stale::OtherEpoch { .. } => "epoch",
+                    Stale::Pruned { .. } | Stale::Ahead => "since",
+                })
             },
         }
     }

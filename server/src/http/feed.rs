@@ -42,12 +42,18 @@ pub struct FeedParams {
     /// How long `watch` waits, 1 to 300 seconds (default 30).
     #[param(minimum = 1, maximum = 300)]
     timeout_seconds: Option<u64>,
+    /// The epoch `since` was read in (the `epoch` of the page or list it came from): when
+    /// it is not the store's, the database was restored or replaced since, and the answer
+    /// is `410 gone`.
+    #[param(max_length = 64)]
+    epoch: Option<String>,
 }
 
 /// The page's members after its items.
 #[derive(Serialize)]
 struct Head {
     revision: i64,
+    epoch: String,
 }
 
 fn page(chunk: FeedChunk) -> Response {
@@ -55,6 +61,7 @@ fn page(chunk: FeedChunk) -> Response {
         &chunk.items,
         &Head {
             revision: chunk.revision,
+            epoch: chunk.epoch,
         },
     )
 }
@@ -70,7 +77,7 @@ fn page(chunk: FeedChunk) -> Response {
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
-        (status = 410, description = "gone: since is older than the retained history; re-list and resume from revision", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "gone: since is not in the retained history of the store's epoch (pruned, ahead of the head, or read in another epoch); re-list and resume from revision and epoch", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "overloaded: too many requests in flight, or too many watches waiting (--max-watches); retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -116,7 +123,7 @@ pub async fn feed(
         revisions.borrow_and_update();
         let chunk = state
             .store
-            .feed(since, params.namespace.clone(), limit)
+            .feed(since, params.epoch.clone(), params.namespace.clone(), limit)
             .await?;
         if !chunk.items.is_empty() || !params.watch.unwrap_or(false) {
             return Ok(page(chunk));

@@ -97,7 +97,7 @@ impl Modify for CommonResponses {
                     Self::add(
                         operation,
                         "413",
-                        "payload_too_large: the body is larger than --max-body-bytes (1 MiB by default)",
+                        "payload_too_large: the body is larger than --max-body-bytes (2 MiB by default)",
                         false,
                     );
                     Self::add(

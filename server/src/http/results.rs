@@ -310,12 +310,14 @@ pub async fn list(
     #[derive(Serialize)]
     struct Rest {
         revision: i64,
+        epoch: String,
         summary: Summary,
         #[serde(rename = "continue")]
         continue_token: Option<String>,
     }
     let rest = Rest {
         revision: page.revision,
+        epoch: page.epoch,
         summary: page.summary,
         continue_token,
     };

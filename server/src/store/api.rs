@@ -41,10 +41,12 @@ pub trait Store: std::fmt::Debug + Send + Sync + 'static {
         workflow_uid: Option<String>,
     ) -> BoxFuture<'_, StoreResult<Option<NodeResult>>>;
     fn list(&self, query: ListQuery) -> BoxFuture<'_, StoreResult<ResultPage>>;
-    /// Changes with a revision above `since`, oldest first.
+    /// Changes with a revision above `since`, oldest first; `410 gone` unless `since` is
+    /// in the retained history of the store's epoch (`epoch`, when the reader says).
     fn feed(
         &self,
         since: i64,
+        epoch: Option<String>,
         namespace: Option<String>,
         limit: u32,
     ) -> BoxFuture<'_, StoreResult<FeedChunk>>;

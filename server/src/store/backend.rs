@@ -176,4 +176,11 @@ pub(super) trait Backend: std::fmt::Debug + Clone + Send + Sync + Sized + 'stati
 
     /// The newest committed revision.
     fn head(&self) -> impl Future<Output = StoreResult<i64>> + Send + '_;
+
+    /// The store's epoch from now on: a new one when `renew` gives a reason, or when the
+    /// database was restored or replaced (see `sql/epoch.rs`).
+    fn settle_epoch<'a>(
+        &'a self,
+        renew: Option<&'a str>,
+    ) -> impl Future<Output = StoreResult<String>> + Send + 'a;
 }

@@ -23,6 +23,10 @@ pub enum StoreError {
     Shared(std::sync::Arc<StoreError>),
     #[error("the store's writer has stopped")]
     Stopped,
+    /// The head is behind a revision that had committed: the database was restored or
+    /// replaced under the server.
+    #[error("the database's head is revision {head}, behind revision {seen} that had committed")]
+    RolledBack { head: i64, seen: i64 },
     #[error("the database did not answer in time")]
     TimedOut,
     #[error("cannot start the store's writer: {0}")]
@@ -114,7 +118,9 @@ impl StoreError {
             StoreError::Corrupt(_) => Some(FailureKind::Corrupt),
             StoreError::UnsupportedUrl(_) | StoreError::Runtime(_) => Some(FailureKind::Config),
             StoreError::Shared(error) => error.failure(),
-            StoreError::Stopped | StoreError::TimedOut => Some(FailureKind::Unavailable),
+            StoreError::Stopped | StoreError::TimedOut | StoreError::RolledBack { .. } => {
+                Some(FailureKind::Unavailable)
+            }
             StoreError::Random => Some(FailureKind::Random),
         }
     }

@@ -28,15 +28,16 @@ mod notify;
 mod open;
 mod page;
 mod postgres;
+mod random;
 mod sqlite;
 mod statements;
 mod writer;
 
 pub use api::{BoxFuture, Store};
+pub use argo_results_rules::Stale;
 pub use argo_results_rules::merge::is_object;
 pub use argo_results_rules::{
-    Expectation, NewClaim, Outcome, Report, ReportPolicy, ResultKey, Settled, Settlement,
-    Written,
+    Expectation, NewClaim, Outcome, Report, ReportPolicy, ResultKey, Settled, Settlement, Written,
 };
 pub use error::{FailureKind, Refusal, StoreError, StoreResult};
 pub use model::{ClaimPage, ClaimQuery, FeedChunk, ListQuery, PruneBefore, Pruned, ResultPage};

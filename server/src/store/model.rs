@@ -44,6 +44,8 @@ pub struct ResultPage {
     /// The node ID of the last item, where the next page starts.
     pub last_node_id: Option<String>,
     pub revision: i64,
+    /// The epoch `revision` belongs to.
+    pub epoch: String,
     pub summary: Summary,
     /// The incarnation listed, when the workflow has results.
     pub workflow_uid: Option<String>,
@@ -56,6 +58,8 @@ pub struct ResultPage {
 pub struct FeedChunk {
     pub items: Vec<String>,
     pub revision: i64,
+    /// The epoch `revision` belongs to.
+    pub epoch: String,
 }
 
 /// The times before which retention removes each kind of row (Unix milliseconds).

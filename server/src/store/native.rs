@@ -20,6 +20,7 @@ use super::error::{StoreError, StoreResult};
 use super::model::{ClaimPage, ClaimQuery, FeedChunk, ListQuery, PruneBefore, Pruned, ResultPage};
 use super::notify::Notifier;
 use super::page::summarize;
+use super::random::uuid;
 use super::writer::{Batching, Queue};
 use crate::metrics::Metrics;
 
@@ -80,7 +81,7 @@ impl<B: Backend> NativeStore<B> {
     }
 
     async fn take_claim(&self, claim: NewClaim) -> StoreResult<Claim> {
-        let claim_id = new_claim_id()?;
+        let claim_id = uuid()?;
         // On Postgres, a first claim racing this one can insert the row between the read
         // and the insert; the second pass then reads that row, locked, and decides on it.
         for _ in 0..2 {
@@ -121,6 +122,7 @@ impl<B: Backend> NativeStore<B> {
     async fn read_feed(
         &self,
         since: i64,
+        epoch: Option<String>,
         namespace: Option<String>,
         limit: u32,
     ) -> StoreResult<FeedChunk> {
@@ -128,10 +130,11 @@ impl<B: Backend> NativeStore<B> {
             .backend
             .feed(since, namespace.as_deref().unwrap_or_default(), limit)
             .await?;
-        let revision = feed::next_since(since, &read.bounds)?;
+        let revision = feed::next_since(since, epoch.as_deref(), &read.bounds)?;
         Ok(FeedChunk {
             items: read.items,
             revision,
+            epoch: read.bounds.epoch,
         })
     }
 
@@ -156,23 +159,6 @@ impl<B: Backend> NativeStore<B> {
     fn submit(&self, key: ResultKey, write: Write) -> BoxFuture<'_, StoreResult<Written>> {
         self.measured(self.writes.submit(key, write))
     }
-}
-
-/// A fresh `claimId`: a random UUID (version 4), like the UIDs Kubernetes hands out.
-fn new_claim_id() -> StoreResult<String> {
-    let mut bytes = [0u8; 16];
-    aws_lc_rs::rand::fill(&mut bytes).map_err(|_| StoreError::Random)?;
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    ))
 }
 
 impl<B: Backend> Store for NativeStore<B> {
@@ -235,10 +221,11 @@ impl<B: Backend> Store for NativeStore<B> {
     fn feed(
         &self,
         since: i64,
+        epoch: Option<String>,
         namespace: Option<String>,
         limit: u32,
     ) -> BoxFuture<'_, StoreResult<FeedChunk>> {
-        self.measured(self.read_feed(since, namespace, limit))
+        self.measured(self.read_feed(since, epoch, namespace, limit))
     }
 
     fn claim(&self, claim: NewClaim) -> BoxFuture<'_, StoreResult<Claim>> {

@@ -30,6 +30,16 @@ impl Notifier {
         });
     }
 
+    /// The newest revision known to have committed.
+    pub fn latest(&self) -> i64 {
+        *self.latest.borrow()
+    }
+
+    /// The database's head went back to `revision` (a restore): what was newer is gone.
+    pub fn rewind(&self, revision: i64) {
+        self.latest.send_replace(revision);
+    }
+
     pub fn subscribe(&self) -> watch::Receiver<i64> {
         self.latest.subscribe()
     }

@@ -15,23 +15,32 @@ use super::sqlite::SqliteBackend;
 use super::writer::Batching;
 use crate::metrics::Metrics;
 
-/// Connects to `postgres://...` or `sqlite://PATH`, applies the migrations and starts
-/// the writer, which judges reports by `policy`.
+/// Why the epoch is renewed at start, if it is.
+fn renewal(new_epoch: bool) -> Option<&'static str> {
+    new_epoch.then_some("--new-epoch")
+}
+
+/// Connects to `postgres://...` or `sqlite://PATH`, applies the migrations, settles the
+/// store's epoch (a new one with `new_epoch`) and starts the writer, which judges reports
+/// by `policy`.
 pub async fn open(
     url: &str,
     max_connections: u32,
     batching: Batching,
     policy: ReportPolicy,
+    new_epoch: bool,
     metrics: Arc<Metrics>,
 ) -> StoreResult<Arc<dyn Store>> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         let backend = PgBackend::connect(url, max_connections).await?;
+        backend.settle_epoch(renewal(new_epoch)).await?;
         let notifier = Arc::new(Notifier::new(backend.head().await?));
         backend.follow_commits(Arc::clone(&notifier)).await?;
         let store = NativeStore::start(backend, batching, policy, notifier, metrics).await?;
         Ok(Arc::new(store))
     } else if let Some(path) = url.strip_prefix("sqlite://") {
         let backend = SqliteBackend::connect(path, max_connections).await?;
+        backend.settle_epoch(renewal(new_epoch)).await?;
         let notifier = Arc::new(Notifier::new(backend.head().await?));
         let store = NativeStore::start(backend, batching, policy, notifier, metrics).await?;
         Ok(Arc::new(store))

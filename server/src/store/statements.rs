@@ -5,6 +5,13 @@ use super::columns::{claim_columns, result_columns};
 
 /// The head: the newest committed revision.
 pub(super) const READ_HEAD: &str = "SELECT revision FROM store_state WHERE id = 1";
+/// The head and the epoch its revisions belong to.
+pub(super) const READ_HEAD_EPOCH: &str = "SELECT revision, epoch FROM store_state WHERE id = 1";
+/// The epoch and the database identity it was recorded in, locked until the transaction
+/// ends: replicas starting together agree on one new epoch.
+pub(super) const READ_EPOCH: &str =
+    "UPDATE store_state SET epoch = epoch WHERE id = 1 RETURNING epoch, identity";
+pub(super) const SET_EPOCH: &str = "UPDATE store_state SET epoch = $1, identity = $2 WHERE id = 1";
 /// The head, locked until the transaction ends: every writing transaction starts here.
 pub(super) const LOCK_HEAD: &str =
     "UPDATE store_state SET revision = revision WHERE id = 1 RETURNING revision";

@@ -197,10 +197,7 @@ impl<B: Backend> Writer<B> {
 
     /// Runs a batch of writes in one transaction and commits what they wrote. Answers
     /// each write's outcome, or fails the whole batch when the transaction fails.
-    async fn write_batch(
-        &mut self,
-        writes: &[Queued],
-    ) -> StoreResult<Vec<StoreResult<Written>>> {
+    async fn write_batch(&mut self, writes: &[Queued]) -> StoreResult<Vec<StoreResult<Written>>> {
         // A database that hangs instead of refusing must still be answered with 503
         // within 5 s: the whole batch, connecting included, ends 3 s after its oldest
         // write arrived (and has at least a second). A batch cut off at its commit may
@@ -208,7 +205,7 @@ impl<B: Backend> Writer<B> {
         let arrived = writes.iter().map(|w| w.arrived).min();
         let deadline = (arrived.unwrap_or_else(Instant::now) + ACQUIRE_TIMEOUT)
             .max(Instant::now() + MIN_BATCH_TIME);
-        let outcomes = tokio::time::timeout_at(deadline.into(), self.transaction(writes))
+        let mut outcomes = tokio::time::timeout_at(deadline.into(), self.transaction(writes))
             .await
             .unwrap_or(Err(StoreError::TimedOut));
         if let Err(error) = &outcomes
@@ -218,6 +215,26 @@ impl<B: Backend> Writer<B> {
             // goodbye (which could hang too), never handed back to the pool.
             tracing::debug!(%error, "the writer's connection is replaced");
             drop(held.detach());
+        }
+        // The connection is gone by now (above), so the epoch has one to settle on.
+        if let Err(StoreError::RolledBack { head, seen }) = outcomes {
+            // Revisions after `head` will be numbered again: a follower holding one of the
+            // old ones must list again, not read on as if nothing happened.
+            tracing::warn!(
+                head,
+                seen,
+                "the database's head went back: it was restored or replaced under the server"
+            );
+            let reason = "the database's head went back under the server";
+            outcomes = match self.backend.settle_epoch(Some(reason)).await {
+                Ok(_) => {
+                    self.notifier.rewind(head);
+                    tokio::time::timeout_at(deadline.into(), self.transaction(writes))
+                        .await
+                        .unwrap_or(Err(StoreError::TimedOut))
+                }
+                Err(error) => Err(error),
+            };
         }
         outcomes
     }
@@ -244,12 +261,8 @@ impl<B: Backend> Writer<B> {
         Ok(held)
     }
 
-    async fn transaction(
-        &mut self,
-        queued: &[Queued],
-    ) -> StoreResult<Vec<StoreResult<Written>>> {
-        let writes: Vec<(&ResultKey, &Write)> =
-            queued.iter().map(|q| (&q.key, &q.write)).collect();
+    async fn transaction(&mut self, queued: &[Queued]) -> StoreResult<Vec<StoreResult<Written>>> {
+        let writes: Vec<(&ResultKey, &Write)> = queued.iter().map(|q| (&q.key, &q.write)).collect();
         // Each key once, in the order of its first write.
         let mut seen = HashSet::with_capacity(writes.len());
         let keys: Vec<Identity<'_>> = writes
@@ -261,9 +274,13 @@ impl<B: Backend> Writer<B> {
         let backend = self.backend.clone();
         let metrics = Arc::clone(&self.metrics);
         let policy = self.policy;
+        let seen = self.notifier.latest();
         let connection = self.connection().await?;
         let head = backend
             .write_batch(&mut **connection, &keys, |head, stored| {
+                if head < seen {
+                    return Err(StoreError::RolledBack { head, seen });
+                }
                 let planned = batch::plan(&writes, head, stored, &policy, now_millis())?;
                 metrics.batch_decided(writes.len());
                 outcomes = planned.outcomes;

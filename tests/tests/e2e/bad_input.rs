@@ -237,6 +237,25 @@ async fn oversized_bodies_are_413() {
     assert_nothing_written(&server).await;
 }
 
+/// The default limit is 2 MiB: outputs as large as a `WorkflowTaskResult` holds today
+/// (etcd's 1.5 MiB) are stored; a body past 2 MiB is refused.
+#[tokio::test]
+async fn the_default_limit_takes_what_etcd_holds() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let large = |bytes: usize| {
+        let value = "v".repeat(bytes);
+        let outputs = format!(r#"{{"parameters":[{{"name":"big","value":"{value}"}}]}}"#);
+        serde_json::to_string(&step(1).report(Some(1), true, Some(&outputs))).expect("json")
+    };
+    let token = pod_token();
+    let path = result_path(&step(1).node_id);
+    let stored = server.put_json(&path, &token, large(1_500_000)).await;
+    assert_eq!(stored.status, 201, "{}", stored.text);
+    let too_large = server.put_json(&path, &token, large(2 << 20)).await;
+    assert_eq!(too_large.status, 413, "{}", too_large.text);
+    assert_eq!(too_large.json["code"], "payload_too_large");
+}
+
 /// A PUT with `Transfer-Encoding: chunked`, written by hand; returns the raw answer.
 async fn chunked_put(server: &TestServer, path: &str, body: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

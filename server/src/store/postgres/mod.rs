@@ -13,6 +13,9 @@ mod claims;
 #[path = "../sql/delete.rs"]
 #[allow(clippy::duplicate_mod, reason = "one file, both backends")]
 mod delete;
+#[path = "../sql/epoch.rs"]
+#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+mod epoch;
 mod follow;
 #[path = "../sql/read.rs"]
 #[allow(clippy::duplicate_mod, reason = "one file, both backends")]
@@ -49,6 +52,11 @@ const BEGIN_WRITE: &str = "BEGIN";
 const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 /// The database's clock in Unix milliseconds.
 const NOW: &str = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+/// The database as it is now: a restore (a new timeline, or a new cluster) or a dump
+/// restored into it (a new table) changes it.
+const IDENTITY: &str = "SELECT s.system_identifier::text || '/' \
+     || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) || '/' \
+     || 'store_state'::regclass::oid::text FROM pg_control_system() AS s";
 /// A tick's claim, its row locked until the transaction ends.
 const SELECT_CLAIM_LOCKED: &str = concat!(
     "SELECT ",

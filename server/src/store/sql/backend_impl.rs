@@ -12,7 +12,7 @@ use super::super::backend::{Backend, FeedRead};
 use super::super::error::StoreResult;
 use super::super::model::{ClaimQuery, ListQuery, ResultPage};
 use super::super::statements::READ_HEAD;
-use super::{Connection, Db, Pool, ThisBackend, claims, delete, pool, read, write};
+use super::{Connection, Db, Pool, ThisBackend, claims, delete, epoch, pool, read, write};
 
 impl Backend for ThisBackend {
     type Db = Db;
@@ -118,5 +118,9 @@ impl Backend for ThisBackend {
 
     async fn head(&self) -> StoreResult<i64> {
         Ok(sqlx::query_scalar(READ_HEAD).fetch_one(&self.pool).await?)
+    }
+
+    async fn settle_epoch<'a>(&'a self, renew: Option<&'a str>) -> StoreResult<String> {
+        epoch::settle(&self.pool, renew).await
     }
 }

@@ -14,7 +14,7 @@ use super::super::error::{StoreError, StoreResult};
 use super::super::model::{ListQuery, ResultPage};
 use super::super::page::{Filling, summarize};
 use super::super::statements::{
-    NEWEST_UID, PENDING, READ_HEAD, READ_PRUNED, SELECT_BY_KEY, SELECT_CHANGES, SELECT_PAGE,
+    NEWEST_UID, PENDING, READ_HEAD_EPOCH, READ_PRUNED, SELECT_BY_KEY, SELECT_CHANGES, SELECT_PAGE,
     SUMMARY,
 };
 use super::{BEGIN_READ, Connection, Pool};
@@ -58,7 +58,8 @@ pub(super) async fn get(
 
 pub(super) async fn list(pool: &Pool, query: ListQuery) -> StoreResult<ResultPage> {
     let mut tx = pool.begin_with(BEGIN_READ).await?;
-    let revision: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(&mut *tx).await?;
+    let (revision, epoch): (i64, String) =
+        sqlx::query_as(READ_HEAD_EPOCH).fetch_one(&mut *tx).await?;
     let uid = match query.workflow_uid {
         Some(uid) => Some(uid),
         None => newest_uid(&mut tx, &query.namespace, &query.workflow).await?,
@@ -67,6 +68,7 @@ pub(super) async fn list(pool: &Pool, query: ListQuery) -> StoreResult<ResultPag
         items: Vec::new(),
         last_node_id: None,
         revision,
+        epoch,
         summary: Summary::default(),
         workflow_uid: uid.clone(),
         more: false,
@@ -121,7 +123,7 @@ pub(super) async fn feed(
 ) -> StoreResult<FeedRead> {
     // The head is read first: every revision up to it has committed, so the changes
     // read next hold all of them, and the head is a safe place to resume from.
-    let head: i64 = sqlx::query_scalar(READ_HEAD).fetch_one(pool).await?;
+    let (head, epoch): (i64, String) = sqlx::query_as(READ_HEAD_EPOCH).fetch_one(pool).await?;
     let mut filling = Filling::new(limit);
     let mut last = since;
     while let Some(rows) = filling.next_round() {
@@ -145,6 +147,7 @@ pub(super) async fn feed(
         items: filling.items,
         bounds: FeedBounds {
             head,
+            epoch,
             last,
             more: filling.more,
             pruned,

@@ -14,6 +14,9 @@ mod claims;
 #[path = "../sql/delete.rs"]
 #[allow(clippy::duplicate_mod, reason = "one file, both backends")]
 mod delete;
+#[path = "../sql/epoch.rs"]
+#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+mod epoch;
 #[path = "../sql/read.rs"]
 #[allow(clippy::duplicate_mod, reason = "one file, both backends")]
 mod read;
@@ -40,6 +43,9 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 const BEGIN_READ: &str = "BEGIN";
 /// The database's clock in Unix milliseconds.
 const NOW: &str = "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
+/// A file copied back tells nothing of it: a restore asks for a new epoch itself
+/// (`--new-epoch`).
+const IDENTITY: &str = "SELECT ''";
 /// A tick's claim: `BEGIN_WRITE` already holds the database's write lock.
 const SELECT_CLAIM_LOCKED: &str = SELECT_CLAIM;
 
