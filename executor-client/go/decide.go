@@ -23,9 +23,13 @@ type Verdict string
 
 // The verdicts, as the Rust reference reconciler names them.
 const (
-	// Wait: not decided yet; keep the node as it is and look again on the next change.
-	// For a pod that ended or vanished, [Follower.PodGone] settles it at once.
+	// Wait: not decided yet, the pod still runs; keep the node as it is and look again on
+	// the next change.
 	Wait Verdict = "Wait"
+	// Settle: the pod ended or vanished and no completed result was seen; settle the node
+	// now ([Follower.Settle]), abandoning its result for the reason in Message unless it
+	// completed.
+	Settle Verdict = "Settle"
 	// Succeeded, with the result's outputs.
 	Succeeded Verdict = "Succeeded"
 	// Failed, with the result's outputs and a message when there is one.
@@ -53,26 +57,33 @@ type Decision struct {
 //   - A completed result decides a pod that ended: Succeeded or Failed as the pod says,
 //     with the result's outputs; for a vanished pod, as the result says: its phase, else
 //     its exit code, else an error, never success by default.
-//   - Anything else waits: a pod still running, or one that ended before its final
-//     report was seen. Failed nodes wait too, so that the outputs they report (their
-//     logs) are kept.
+//   - A pod that ended or vanished with no completed result seen is to be settled
+//     (Settle): its wait container is done, so whatever it committed is all there will
+//     be, and the server's answer to the settle is the node's fate.
+//   - A pod still pending or running waits.
 func Decide(pod PodPhase, result *NodeResult) Decision {
-	if result == nil {
-		return Decision{Verdict: Wait}
-	}
 	switch {
-	case result.State == StateAbandoned:
+	case result != nil && result.State == StateAbandoned:
 		return Decision{Verdict: Lost, Message: deref(result.AbandonReason)}
-	case result.State != StateCompleted:
+	case pod == PodPending || pod == PodRunning:
 		return Decision{Verdict: Wait}
+	case result == nil || result.State != StateCompleted:
+		return Decision{Verdict: Settle, Message: settleReason(pod)}
 	case pod == PodSucceeded:
 		return Decision{Verdict: Succeeded, Outputs: result.Outputs}
 	case pod == PodFailed:
 		return Decision{Verdict: Failed, Outputs: result.Outputs, Message: failureMessage(result)}
-	case pod == PodGone:
-		return ended(result)
 	}
-	return Decision{Verdict: Wait}
+	return ended(result)
+}
+
+// settleReason is why a pod's result is abandoned when it ended, or vanished, without
+// completing.
+func settleReason(pod PodPhase) string {
+	if pod == PodGone {
+		return "the pod is gone (deleted, evicted or its node drained) without a completed result"
+	}
+	return fmt.Sprintf("the pod ended %s without a completed result", pod)
 }
 
 // ended is how a completed step ended, when its pod is gone.

@@ -147,21 +147,25 @@ func (c *Client) DeleteResults(ctx context.Context, namespace, workflow, workflo
 	return answer.Deleted, nil
 }
 
-// FeedOptions asks for the changes after Since. With Watch, the server waits up to Timeout
-// (whole seconds, at least 1; 0 means its default of 30 s) for a change.
+// FeedOptions asks for the changes after Since, read in Epoch (empty: not checked). With
+// Watch, the server waits up to Timeout (whole seconds, at least 1; 0 means its default of
+// 30 s) for a change.
 type FeedOptions struct {
 	Since     int64
+	Epoch     string
 	Namespace string
 	Limit     int
 	Watch     bool
 	Timeout   time.Duration
 }
 
-// Feed reads the changes after options.Since in revision order. A since older than the
-// retained history is refused with [CodeGone]; the problem's Revision is where to resume
-// after re-listing.
+// Feed reads the changes after options.Since in revision order. A since that is not in the
+// store's retained history (pruned, ahead of the head, or read in another epoch: the
+// database was restored or replaced) is refused with [CodeGone]; the problem's Revision
+// and Epoch are where to resume after re-listing.
 func (c *Client) Feed(ctx context.Context, options FeedOptions) (*FeedPage, error) {
 	query := map[string]string{"since": strconv.FormatInt(options.Since, 10)}
+	setIf(query, "epoch", options.Epoch)
 	setIf(query, "namespace", options.Namespace)
 	if options.Limit > 0 {
 		query["limit"] = strconv.Itoa(options.Limit)

@@ -52,8 +52,9 @@ func (i *FeedItem) Key() (workflowUID, nodeID string) {
 }
 
 // FeedPage is every change after the requested revision, then the revision to pass as the
-// next since.
+// next since, and the store's epoch it belongs to (empty from a server older than epochs).
 type FeedPage struct {
 	Items    []FeedItem `json:"items"`
 	Revision int64      `json:"revision"`
+	Epoch    string     `json:"epoch,omitempty"`
 }

@@ -2,7 +2,6 @@ package argoresults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -92,7 +91,10 @@ func (f *Follower) Follow(ctx context.Context, wait time.Duration) ([]WorkflowRe
 	f.mu.Lock()
 	since := f.known.since
 	f.mu.Unlock()
-	page, err := f.client.Feed(ctx, FeedOptions{Since: since, Watch: wait > 0, Timeout: wait})
+	f.mu.Lock()
+	epoch := f.known.epoch
+	f.mu.Unlock()
+	page, err := f.client.Feed(ctx, FeedOptions{Since: since, Epoch: epoch, Watch: wait > 0, Timeout: wait})
 	if CodeOf(err) == CodeGone {
 		return f.relist(ctx, err)
 	}
@@ -111,7 +113,8 @@ func (f *Follower) Follow(ctx context.Context, wait time.Duration) ([]WorkflowRe
 // relist lists every workflow followed again after gone, and goes on from there.
 func (f *Follower) relist(ctx context.Context, gone error) ([]WorkflowRef, error) {
 	current := int64(0)
-	if revision := ProblemOf(gone).Revision; revision != nil {
+	problem := ProblemOf(gone)
+	if revision := problem.Revision; revision != nil {
 		current = *revision
 	}
 	f.mu.Lock()
@@ -123,7 +126,7 @@ func (f *Follower) relist(ctx context.Context, gone error) ([]WorkflowRef, error
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.known.relisted(current, listings)
+	f.known.relisted(current, problem.Epoch, listings)
 	return workflows, nil
 }
 
@@ -170,34 +173,29 @@ func (f *Follower) Decide(workflowUID, nodeID string, pod PodPhase) Decision {
 	return Decide(pod, &result)
 }
 
-// PodGone settles a node whose pod vanished, or ended while the controller will not wait
-// for the feed, by abandoning its result (POST .../result/abandon). The answer is frozen
-// and final: the wait container gets its 2xx only after the commit and exits after it, so
-// once the pod is terminal what is committed is all there will be. 200: the result is
-// abandoned now (or was), and the node is Lost; 409 already_completed: the node takes its
-// phase and outputs from the completed result in the refusal ([Decide] with [PodGone]).
-func (f *Follower) PodGone(ctx context.Context, workflow WorkflowRef, nodeID, reason string) (Decision, error) {
-	abandon := AbandonRequest{WorkflowUID: workflow.UID, Reason: reason}
-	result, err := frozen(f.client.Abandon(ctx, workflow.Namespace, workflow.Name, nodeID, &abandon))
-	if err != nil {
-		return Decision{}, fmt.Errorf("abandon node %s of %s/%s: %w", nodeID, workflow.Namespace, workflow.Name, err)
+// Settle decides a node from its pod as the informer shows it, and when that asks for a
+// settle (the pod ended or vanished without a completed result seen), abandons its result
+// (POST .../abandon) with the reason. The answer is frozen and final: the wait container
+// gets its 2xx only after the commit and exits after it, so once the pod is terminal what
+// is committed is all there will be. 200: the result is abandoned now (or was), and the
+// node is Lost; 409 already_completed: the node takes its phase and outputs from the
+// completed result in the refusal; 404: nothing is stored for the node any more, and it is
+// Lost. It never returns Settle, and Wait only while the pod runs: call it wherever the
+// controller would consult TaskResultSynced or its timers.
+func (f *Follower) Settle(ctx context.Context, workflow WorkflowRef, nodeID string, pod PodPhase) (Decision, error) {
+	decision := f.Decide(workflow.UID, nodeID, pod)
+	if decision.Verdict != Settle {
+		return decision, nil
 	}
+	abandon := AbandonRequest{WorkflowUID: workflow.UID, Reason: decision.Message}
+	result, err := f.client.Abandon(ctx, workflow.Namespace, workflow.Name, nodeID, &abandon)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.known.settled(result), nil
-}
-
-// frozen is the frozen result in an abandon's answer: the abandoned result, or the
-// completed one that an already_completed refusal carries.
-func frozen(result *NodeResult, err error) (*NodeResult, error) {
-	if CodeOf(err) != CodeAlreadyCompleted {
-		return result, err
+	decision, err = f.known.settled(result, err, pod)
+	if err != nil {
+		return Decision{}, fmt.Errorf("settle node %s of %s/%s: %w", nodeID, workflow.Namespace, workflow.Name, err)
 	}
-	current, decodeErr := ProblemOf(err).CurrentResult()
-	if decodeErr != nil {
-		return nil, errors.Join(err, decodeErr)
-	}
-	return current, nil
+	return decision, nil
 }
 
 // Forget stops following a workflow and drops what is known of it: call it once the

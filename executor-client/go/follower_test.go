@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -69,8 +70,8 @@ func TestFollower(t *testing.T) {
 			register(t, f, st, "")
 			register(t, f, st, st.podUID)
 		}
-		if d := f.Decide(wf.UID, done.nodeID, PodSucceeded); d.Verdict != Wait {
-			t.Errorf("registered, not reported, the pod succeeded: %s; not seen is not done", d.Verdict)
+		if d := f.Decide(wf.UID, done.nodeID, PodSucceeded); d.Verdict != Settle {
+			t.Errorf("registered, not reported, the pod succeeded: %s; not seen is not done, and a settle decides", d.Verdict)
 		}
 
 		// A long poll wakes on the final report.
@@ -105,14 +106,14 @@ func TestFollower(t *testing.T) {
 		jsonEqual(t, "the node's outputs", decided.Outputs, `{"exitCode":"0","parameters":[{"name":"n","value":"1"}]}`)
 
 		// Pods gone: one that never reported is lost, one that completed keeps its outcome.
-		d, err := f.PodGone(ctx, wf, lost.nodeID, "pod deleted")
-		if err != nil || d.Verdict != Lost || d.Message != "pod deleted" {
+		d, err := f.Settle(ctx, wf, lost.nodeID, PodGone)
+		if err != nil || d.Verdict != Lost || !strings.Contains(d.Message, "the pod is gone") {
 			t.Errorf("a pod gone before reporting: %+v, %v", d, err)
 		}
 		if d := f.Decide(wf.UID, lost.nodeID, PodSucceeded); d.Verdict != Lost {
 			t.Errorf("an abandoned node, remembered: %s", d.Verdict)
 		}
-		if d, err := f.PodGone(ctx, wf, done.nodeID, "node drained"); err != nil || d.Verdict != Succeeded {
+		if d, err := f.Settle(ctx, wf, done.nodeID, PodGone); err != nil || d.Verdict != Succeeded {
 			t.Errorf("a completed pod gone: %+v, %v; want its reported phase", d, err)
 		}
 
@@ -174,7 +175,7 @@ func TestFollower(t *testing.T) {
 
 		// A workflow garbage collected is forgotten.
 		f.Forget(wf.UID)
-		if d := f.Decide(wf.UID, done.nodeID, PodSucceeded); d.Verdict != Wait || len(f.Results(wf.UID)) != 0 {
+		if d := f.Decide(wf.UID, done.nodeID, PodSucceeded); d.Verdict != Settle || len(f.Results(wf.UID)) != 0 {
 			t.Errorf("a forgotten workflow is still known: %s", d.Verdict)
 		}
 	})
@@ -213,7 +214,7 @@ func TestFollowerRelistsWhenTheHistoryIsGone(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if d := f.Decide(wf.UID, second.nodeID, PodFailed); d.Verdict != Wait {
+		if d := f.Decide(wf.UID, second.nodeID, PodFailed); d.Verdict != Settle {
 			t.Fatalf("before the re-list the follower cannot know: %s", d.Verdict)
 		}
 		changed, err := f.Follow(ctx, 0)

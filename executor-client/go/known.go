@@ -1,6 +1,7 @@
 package argoresults
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -20,8 +21,10 @@ type listing struct {
 // reference reconciler (executor-client/src/controller/known.rs); the scenarios of
 // executor-client/testdata/reconciler-events.json drive both.
 type known struct {
-	// since: the feed is read from here on.
+	// since: the feed is read from here on, in the store's epoch (empty until a page or
+	// listing said).
 	since   int64
+	epoch   string
 	results map[resultKey]NodeResult
 	// workflows followed, by UID: the feed's changes to others are not kept, and these are
 	// listed again when the feed's history is gone.
@@ -68,20 +71,23 @@ func (k *known) tracked(l listing) {
 	k.since = min(k.since, k.listed(l))
 }
 
-// relisted: after 410 gone at revision current, every workflow followed was listed again;
-// the feed goes on from the lowest revision listed, or from current. Returns how many
-// results are known.
-func (k *known) relisted(current int64, listings []listing) int {
+// relisted: after 410 gone at revision current of epoch, every workflow followed was
+// listed again; the feed goes on from the lowest revision listed, or from current, in
+// epoch. A listing read in a later epoch (another restore meanwhile) then gets 410 gone
+// again, and everything is listed anew. Returns how many results are known.
+func (k *known) relisted(current int64, epoch string, listings []listing) int {
 	since := current
 	for _, l := range listings {
 		since = min(since, k.listed(l))
 	}
 	k.since = since
+	k.epoch = epoch
 	return len(k.results)
 }
 
 // listed replaces what is known of a workflow with its listing and follows it; it returns
-// the lowest page revision, after which the feed has every change.
+// the lowest page revision, after which the feed has every change. The first epoch a
+// listing names is kept when none was known.
 func (k *known) listed(l listing) int64 {
 	for key := range k.results {
 		if key.workflowUID == l.workflow.UID {
@@ -91,6 +97,9 @@ func (k *known) listed(l listing) int64 {
 	lowest := int64(math.MaxInt64)
 	for _, page := range l.pages {
 		lowest = min(lowest, page.Revision)
+		if k.epoch == "" {
+			k.epoch = page.Epoch
+		}
 		for _, result := range page.Items {
 			k.results[resultKey{result.WorkflowUID, result.NodeID}] = result
 		}
@@ -128,6 +137,9 @@ func (k *known) apply(item FeedItem) {
 // workflows the page changed, each once, in the order of their first change.
 func (k *known) advance(page *FeedPage) []WorkflowRef {
 	k.since = page.Revision
+	if page.Epoch != "" {
+		k.epoch = page.Epoch
+	}
 	var changed []WorkflowRef
 	seen := map[string]bool{}
 	for _, item := range page.Items {
@@ -141,12 +153,36 @@ func (k *known) advance(page *FeedPage) []WorkflowRef {
 	return changed
 }
 
-// settled: the abandon's answer for a node whose pod is gone is frozen, remembered, and
-// gives the decision ([Decide] with [PodGone]).
-func (k *known) settled(frozen *NodeResult) Decision {
-	decision := Decide(PodGone, frozen)
+// nothingStored is the reason a node is lost when the settle finds no result.
+const nothingStored = "no result is stored for the node: it was deleted, or lost when the database was restored"
+
+// settled: the settle's answer (POST .../abandon) for a node whose pod ended as pod: the
+// frozen result is remembered and decides the node; nothing stored (404: deleted, or lost
+// in a restore) is a node lost.
+func (k *known) settled(result *NodeResult, err error, pod PodPhase) (Decision, error) {
+	frozen, err := frozen(result, err)
+	if CodeOf(err) == CodeNotFound {
+		return Decision{Verdict: Lost, Message: nothingStored}, nil
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	decision := Decide(pod, frozen)
 	k.remember(*frozen)
-	return decision
+	return decision, nil
+}
+
+// frozen is the frozen result in an abandon's answer: the abandoned result, or the
+// completed one that an already_completed refusal carries.
+func frozen(result *NodeResult, err error) (*NodeResult, error) {
+	if CodeOf(err) != CodeAlreadyCompleted {
+		return result, err
+	}
+	current, decodeErr := ProblemOf(err).CurrentResult()
+	if decodeErr != nil {
+		return nil, errors.Join(err, decodeErr)
+	}
+	return current, nil
 }
 
 // forget stops following a workflow and drops what is known of it.

@@ -48,6 +48,8 @@ type Problem struct {
 	Current json.RawMessage `json:"current,omitempty"`
 	// Revision is the store's current revision, on 410 gone.
 	Revision *int64 `json:"revision,omitempty"`
+	// Epoch is the store's epoch Revision belongs to, on 410 gone.
+	Epoch string `json:"epoch,omitempty"`
 }
 
 // CurrentResult decodes Current as a result (already_completed, stale_sequence, ...).

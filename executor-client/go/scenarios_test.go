@@ -58,9 +58,11 @@ func checkDecision(t *testing.T, name string, got Decision, want expectDecision)
 //	{"cases": [{"name": ..., "pod": "Pending" | "Running" | "Succeeded" | "Failed" | "Gone",
 //	            "result": null (nothing stored) or {"state", "phase", "message", "outputs",
 //	                      "abandonReason"} of the stored result,
-//	            "expect": {"decision": "Wait" | "Succeeded" | "Failed" | "Error" | "Lost",
+//	            "expect": {"decision": "Wait" | "Settle" | "Succeeded" | "Failed" | "Error" |
+//	                                   "Lost",
 //	                       "outputs": null or the outputs the node takes (as JSON values),
-//	                       "message": null (none) or a fragment of it (Lost: the reason)}}]}
+//	                       "message": null (none) or a fragment of it (Lost, Settle: the
+//	                                  reason)}}]}
 func TestReconcilerDecisions(t *testing.T) {
 	var table struct {
 		Cases []struct {
@@ -106,15 +108,18 @@ func TestReconcilerDecisions(t *testing.T) {
 //	  {"podCreated": {"workflow": WORKFLOW, "answer": RESULT}}   Follower.Register: the
 //	                      workflow is followed from now on; the expectation's answer
 //	  {"feed": a FeedPage, its upserted items' result RESULTs}   Follower.Follow: a page
-//	  {"gone": {"revision": N, "listings": [LISTING]}}   Follower.Follow: 410 gone at N,
-//	                      then the listing of each workflow followed (exactly those)
+//	  {"gone": {"revision": N, "epoch": E (optional), "listings": [LISTING]}}
+//	                      Follower.Follow: 410 gone at N of epoch E, then the listing of
+//	                      each workflow followed (exactly those)
 //	  {"restart": {"listings": [LISTING]}}               ResumeFollower with these
 //	  {"track": LISTING}                                 Follower.Track
-//	  {"podGone": {"answer": {"status": 200, "body": RESULT}
-//	                       | {"status": 409, "problem": a Problem, its current a RESULT},
-//	               "expect": DECISION}}                  Follower.PodGone
-//	  {"expect": {"since": N (optional), "decisions": [{"workflowUid", "nodeId", "pod",
-//	              "expect": DECISION}]}}                 what it knows now
+//	  {"settle": {"pod": a pod phase, "answer": {"status": 200, "body": RESULT}
+//	                       | {"status": 409 or 404, "problem": a Problem, its current a
+//	                          RESULT},
+//	              "expect": DECISION}}                   Follower.Settle
+//	  {"expect": {"since": N (optional), "epoch": E (optional), "decisions":
+//	              [{"workflowUid", "nodeId", "pod", "expect": DECISION}]}}
+//	                                                     what it knows now
 //
 //	WORKFLOW: {"namespace", "name", "uid"}
 //	LISTING:  {"workflow": WORKFLOW, "pages": [a ResultList: defaults.page's members, then
@@ -152,22 +157,25 @@ type eventStep struct {
 	Feed json.RawMessage `json:"feed"`
 	Gone *struct {
 		Revision int64          `json:"revision"`
+		Epoch    string         `json:"epoch"`
 		Listings []eventListing `json:"listings"`
 	} `json:"gone"`
 	Restart *struct {
 		Listings []eventListing `json:"listings"`
 	} `json:"restart"`
-	Track   *eventListing `json:"track"`
-	PodGone *struct {
+	Track  *eventListing `json:"track"`
+	Settle *struct {
+		Pod    string `json:"pod"`
 		Answer struct {
 			Status  int             `json:"status"`
 			Body    json.RawMessage `json:"body"`
 			Problem json.RawMessage `json:"problem"`
 		} `json:"answer"`
 		Expect expectDecision `json:"expect"`
-	} `json:"podGone"`
+	} `json:"settle"`
 	Expect *struct {
 		Since     *int64 `json:"since"`
+		Epoch     string `json:"epoch"`
 		Decisions []struct {
 			WorkflowUID string         `json:"workflowUid"`
 			NodeID      string         `json:"nodeId"`
@@ -250,6 +258,7 @@ func (f *eventsFile) feed(t *testing.T, page json.RawMessage) *FeedPage {
 	var wire struct {
 		Items    []json.RawMessage `json:"items"`
 		Revision int64             `json:"revision"`
+		Epoch    string            `json:"epoch,omitempty"`
 	}
 	if err := json.Unmarshal(page, &wire); err != nil {
 		t.Fatal(err)
@@ -315,21 +324,25 @@ func TestReconcilerEvents(t *testing.T) {
 				if !slices.Equal(followed, listed) {
 					t.Fatalf("%s: listed %v again, but follows %v", name, listed, followed)
 				}
-				k.relisted(step.Gone.Revision, listings)
+				k.relisted(step.Gone.Revision, step.Gone.Epoch, listings)
 			case step.Restart != nil:
 				k = resumed(file.listings(t, step.Restart.Listings))
 			case step.Track != nil:
 				k.tracked(file.listings(t, []eventListing{*step.Track})[0])
-			case step.PodGone != nil:
-				answer := step.PodGone.Answer
-				result, err := frozen(file.answer(t, answer.Status, answer.Body, answer.Problem))
+			case step.Settle != nil:
+				answer := step.Settle.Answer
+				result, err := file.answer(t, answer.Status, answer.Body, answer.Problem)
+				decision, err := k.settled(result, err, PodPhase(step.Settle.Pod))
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				checkDecision(t, name, k.settled(result), step.PodGone.Expect)
+				checkDecision(t, name, decision, step.Settle.Expect)
 			case step.Expect != nil:
 				if since := step.Expect.Since; since != nil && k.since != *since {
 					t.Errorf("%s: since %d, want %d", name, k.since, *since)
+				}
+				if epoch := step.Expect.Epoch; epoch != "" && k.epoch != epoch {
+					t.Errorf("%s: epoch %q, want %q", name, k.epoch, epoch)
 				}
 				for _, d := range step.Expect.Decisions {
 					what := fmt.Sprintf("%s: %s %s %s", name, d.WorkflowUID, d.NodeID, d.Pod)

@@ -91,8 +91,10 @@ type Summary struct {
 type ResultList struct {
 	Items    []NodeResult `json:"items"`
 	Revision int64        `json:"revision"`
-	Summary  Summary      `json:"summary"`
-	Continue string       `json:"continue,omitempty"`
+	// Epoch is the store's epoch Revision belongs to.
+	Epoch    string  `json:"epoch,omitempty"`
+	Summary  Summary `json:"summary"`
+	Continue string  `json:"continue,omitempty"`
 }
 
 // DeleteResponse answers a workflow's garbage collection.

@@ -62,6 +62,10 @@ pub struct RunsOptions {
 #[serde(rename_all = "camelCase")]
 pub struct FeedOptions {
     pub since: i64,
+    /// The epoch `since` was read in; the server answers `410 gone` when it is not the
+    /// store's (the database was restored or replaced since).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -9,13 +9,15 @@
 //!    there ([`Reconciler::resume`]).
 //! 3. Decide a node from its pod and its committed result ([`decide`]): only a `completed`
 //!    result decides a node whose pod ended, Succeeded or Failed, and its outputs come along.
-//! 4. When a pod vanished, or ended without a completed result, abandon its result
-//!    ([`Reconciler::pod_gone`]); the answer is frozen, and the node takes its phase from it.
+//! 4. A pod that ended or vanished without a completed result seen is settled at once
+//!    ([`Reconciler::settle`], which [`decide`] asks for with [`Decision::Settle`]): the
+//!    server keeps a completed result and abandons anything else, in one transaction, and
+//!    the node takes its phase from the answer. No node waits for a timer, or forever.
 //!
 //! The cron controller's side, one tick run the safe way (claim, create, settle), is
 //! [`cron::run_tick`].
 
-mod known;
+pub mod known;
 
 use argo_results_proto::{
     AbandonRequest, ExpectationRequest, NodeResult, ProblemCode, ResultList, ResultState,
@@ -28,7 +30,7 @@ use known::Known;
 pub use crate::cron;
 
 /// What the pod informer says of a node's pod.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PodPhase {
     Pending,
     Running,
@@ -40,11 +42,16 @@ pub enum PodPhase {
 
 /// What the controller may conclude about a node now. Outputs are Argo's `Outputs` JSON,
 /// exactly as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Decision {
-    /// Not decided yet: keep the node as it is and look again on the next change. For a
-    /// pod that ended or vanished, [`Reconciler::pod_gone`] settles it at once.
+    /// Not decided yet: the pod still runs. Keep the node as it is and look again on the
+    /// next change.
     Wait,
+    /// The pod ended or vanished and no completed result was seen: settle the node now
+    /// ([`Reconciler::settle`]), abandoning its result for `reason` unless it completed.
+    Settle {
+        reason: String,
+    },
     Succeeded {
         outputs: Option<String>,
     },
@@ -64,7 +71,7 @@ pub enum Decision {
 }
 
 /// A workflow in flight, as the controller's Workflow informer knows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WorkflowRef {
     pub namespace: String,
     pub name: String,
@@ -130,31 +137,44 @@ fn ended(result: &NodeResult) -> Decision {
     }
 }
 
+/// Why a pod's result is abandoned when it ended, or vanished, without completing.
+fn settle_reason(pod: PodPhase) -> String {
+    match pod {
+        PodPhase::Gone => "the pod is gone (deleted, evicted or its node drained) without a \
+                           completed result"
+            .into(),
+        phase => format!("the pod ended {phase:?} without a completed result"),
+    }
+}
+
 /// A node's fate from its pod and its stored result, and nothing else (the same table is
 /// `testdata/reconciler-decisions.json`).
 ///
 /// - An abandoned result is lost, whatever the pod.
 /// - A completed result decides a pod that ended: Succeeded or Failed as the pod says,
 ///   with the result's outputs; for a vanished pod, as the result says ([`Decision`]).
-/// - Anything else waits: a pod still running, or one that ended before its final report
-///   was seen. Failed nodes wait too, so that the outputs they report (their logs) are kept.
+/// - A pod that ended or vanished with no completed result seen is to be settled
+///   ([`Decision::Settle`]): its wait container is done, so whatever it committed is all
+///   there will be, and the server's answer to the settle is the node's fate.
+/// - A pod still pending or running waits.
 pub fn decide(pod: PodPhase, result: Option<&NodeResult>) -> Decision {
-    let Some(result) = result else {
-        return Decision::Wait;
-    };
-    match (result.state, pod) {
-        (ResultState::Abandoned, _) => Decision::Lost {
+    let state = result.map(|result| result.state);
+    match (state, pod, result) {
+        (Some(ResultState::Abandoned), _, Some(result)) => Decision::Lost {
             reason: result.abandon_reason.clone().unwrap_or_default(),
         },
-        (ResultState::Completed, PodPhase::Succeeded) => Decision::Succeeded {
+        (_, PodPhase::Pending | PodPhase::Running, _) => Decision::Wait,
+        (Some(ResultState::Completed), PodPhase::Succeeded, Some(result)) => Decision::Succeeded {
             outputs: outputs(result),
         },
-        (ResultState::Completed, PodPhase::Failed) => Decision::Failed {
+        (Some(ResultState::Completed), PodPhase::Failed, Some(result)) => Decision::Failed {
             outputs: outputs(result),
             message: failure_message(result),
         },
-        (ResultState::Completed, PodPhase::Gone) => ended(result),
-        _ => Decision::Wait,
+        (Some(ResultState::Completed), PodPhase::Gone, Some(result)) => ended(result),
+        _ => Decision::Settle {
+            reason: settle_reason(pod),
+        },
     }
 }
 
@@ -233,13 +253,15 @@ impl Reconciler {
 
     /// Step 2: applies the changes committed since the last call, in every namespace
     /// (waiting up to `wait_seconds` for one). Returns how many changes arrived. When the
-    /// history since the last call was pruned (`410 gone`), the workflows followed are
-    /// listed again, and the count is of the results listed.
+    /// position is not in the store's history any more (`410 gone`: pruned, or the
+    /// database was restored or replaced), the workflows followed are listed again, and
+    /// the count is of the results listed.
     pub async fn follow(&mut self, wait_seconds: u64) -> Result<usize, ClientError> {
         let feed = self
             .client
             .feed(&FeedOptions {
                 since: self.known.since,
+                epoch: self.known.epoch.clone(),
                 watch: wait_seconds > 0,
                 timeout_seconds: Some(wait_seconds.max(1)),
                 ..FeedOptions::default()
@@ -247,13 +269,15 @@ impl Reconciler {
             .await;
         match feed {
             Err(error) if error.code() == Some(ProblemCode::Gone) => {
-                let current = error.problem().and_then(|p| p.revision).unwrap_or(0);
+                let problem = error.problem();
+                let current = problem.and_then(|p| p.revision).unwrap_or(0);
+                let epoch = problem.and_then(|p| p.epoch.clone());
                 let mut listings = Vec::new();
                 for workflow in self.known.followed() {
                     let pages = list(&self.client, &workflow).await?;
                     listings.push((workflow, pages));
                 }
-                Ok(self.known.relisted(current, listings))
+                Ok(self.known.relisted(current, epoch, listings))
             }
             page => Ok(self.known.advance(page?)),
         }
@@ -269,29 +293,46 @@ impl Reconciler {
         decide(pod, self.result(workflow_uid, node_id))
     }
 
-    /// Step 4: the node's pod is gone, or it ended and the controller will not wait for the
-    /// feed. The abandon's answer is frozen and final: the wait container gets its 2xx only
-    /// after the commit and exits after it, so once the pod is terminal what is committed
-    /// is all there will be. `200`: the result is abandoned now (or was), and the node
-    /// is lost; `409 already_completed`: the node takes its phase and outputs from the
-    /// completed result in the answer ([`decide`] with [`PodPhase::Gone`]).
-    pub async fn pod_gone(
+    /// Steps 3 and 4 in one call: [`decide`] the node from its pod as the informer shows
+    /// it, and when that asks for a settle (the pod ended or vanished without a completed
+    /// result seen), abandon its result (`POST .../abandon`). The abandon's answer is
+    /// frozen and final: the wait container gets its 2xx only after the commit and exits
+    /// after it, so once the pod is terminal what is committed is all there will be.
+    /// `200`: the result is abandoned now (or was), and the node is lost;
+    /// `409 already_completed`: the node takes its phase and outputs from the completed
+    /// result in the answer; `404`: nothing is stored for the node any more, and it is
+    /// lost. Never [`Decision::Settle`]; [`Decision::Wait`] only while the pod runs.
+    pub async fn settle(
         &mut self,
-        namespace: &str,
-        workflow: &str,
-        workflow_uid: &str,
+        workflow: &WorkflowRef,
         node_id: &str,
-        reason: &str,
+        pod: PodPhase,
     ) -> Result<Decision, ClientError> {
+        let reason = match self.decide(&workflow.uid, node_id, pod) {
+            Decision::Settle { reason } => reason,
+            decision => return Ok(decision),
+        };
         let abandon = AbandonRequest {
-            workflow_uid: workflow_uid.to_owned(),
-            reason: reason.to_owned(),
+            workflow_uid: workflow.uid.clone(),
+            reason,
         };
         let answer = self
             .client
-            .abandon(namespace, workflow, node_id, &abandon)
+            .abandon(&workflow.namespace, &workflow.name, node_id, &abandon)
             .await;
-        Ok(self.known.settled(known::frozen(answer)?))
+        self.known.settled(answer, pod)
+    }
+
+    /// The workflow was deleted, or garbage collected once Fulfilled: its results are
+    /// deleted (`DELETE .../results`) and it is no longer followed. Returns how many
+    /// results were deleted.
+    pub async fn forget(&mut self, workflow: &WorkflowRef) -> Result<u64, ClientError> {
+        let deleted = self
+            .client
+            .delete_results(&workflow.namespace, &workflow.name, &workflow.uid)
+            .await?;
+        self.known.forget(&workflow.uid);
+        Ok(deleted.deleted)
     }
 }
 
@@ -336,9 +377,10 @@ mod tests {
     //! }]}
     //!
     //! DECISION: {
-    //!   "decision": "Wait" | "Succeeded" | "Failed" | "Error" | "Lost",
+    //!   "decision": "Wait" | "Settle" | "Succeeded" | "Failed" | "Error" | "Lost",
     //!   "outputs":  null or the outputs the node takes (compared as JSON values),
-    //!   "message":  null (no message) or a fragment of the message (Lost: of the reason)
+    //!   "message":  null (no message) or a fragment of the message (Lost, Settle: of the
+    //!               reason)
     //! }
     //! ```
     //!
@@ -356,15 +398,17 @@ mod tests {
     //!   {"podCreated": {"workflow": WORKFLOW, "answer": RESULT}}  pod_created: the workflow
     //!                                  is followed from now on; the expectation's answer
     //!   {"feed": a FeedPage, its upserted items' `result` RESULTs}      follow: a page
-    //!   {"gone": {"revision": N, "listings": [LISTING]}}  follow: 410 gone at revision N,
-    //!                                  then the listing of each workflow followed (exactly)
+    //!   {"gone": {"revision": N, "epoch": E (optional), "listings": [LISTING]}}  follow:
+    //!                                  410 gone at revision N of epoch E, then the listing
+    //!                                  of each workflow followed (exactly)
     //!   {"restart": {"listings": [LISTING]}}   Reconciler::resume with these workflows
     //!   {"track": LISTING}                     Reconciler::track
-    //!   {"podGone": {"answer": {"status": 200, "body": RESULT}
-    //!                        | {"status": 409, "problem": a Problem, `current` a RESULT},
-    //!                "expect": DECISION}}      pod_gone: the abandon's answer, the decision
-    //!   {"expect": {"since": N (optional), "decisions": [{"workflowUid": ..., "nodeId": ...,
-    //!               "pod": as above, "expect": DECISION}]}}   what it knows now
+    //!   {"settle": {"pod": as above, "answer": {"status": 200, "body": RESULT}
+    //!                        | {"status": 409 or 404, "problem": a Problem, `current` a RESULT},
+    //!               "expect": DECISION}}       settle: the abandon's answer, the decision
+    //!   {"expect": {"since": N (optional), "epoch": E (optional), "decisions":
+    //!               [{"workflowUid": ..., "nodeId": ..., "pod": as above,
+    //!                 "expect": DECISION}]}}   what it knows now
     //!
     //! WORKFLOW: {"namespace": ..., "name": ..., "uid": ...}
     //! LISTING:  {"workflow": WORKFLOW, "pages": [a ResultList: `defaults.page` members,
@@ -447,6 +491,7 @@ mod tests {
     fn check(name: &str, decision: Decision, expect: &Expect) {
         let (kind, outputs, message) = match decision {
             Decision::Wait => ("Wait", None, None),
+            Decision::Settle { reason } => ("Settle", None, Some(reason)),
             Decision::Succeeded { outputs } => ("Succeeded", outputs, None),
             Decision::Failed { outputs, message } => ("Failed", outputs, message),
             Decision::Error { outputs, message } => ("Error", outputs, Some(message)),
@@ -517,18 +562,21 @@ mod tests {
         Feed(Value),
         Gone {
             revision: i64,
+            epoch: Option<String>,
             listings: Vec<Listed>,
         },
         Restart {
             listings: Vec<Listed>,
         },
         Track(Listed),
-        PodGone {
+        Settle {
+            pod: String,
             answer: Answer,
             expect: Expect,
         },
         Expect {
             since: Option<i64>,
+            epoch: Option<String>,
             decisions: Vec<Decided>,
         },
     }
@@ -668,7 +716,11 @@ mod tests {
                     Step::Feed(page) => {
                         known.advance(defaults.feed(page));
                     }
-                    Step::Gone { revision, listings } => {
+                    Step::Gone {
+                        revision,
+                        epoch,
+                        listings,
+                    } => {
                         let listings: Vec<known::Listing> =
                             listings.into_iter().map(|l| defaults.listing(l)).collect();
                         let mut followed: Vec<String> =
@@ -678,7 +730,7 @@ mod tests {
                         followed.sort();
                         listed.sort();
                         assert_eq!(listed, followed, "{name}: the workflows listed again");
-                        known.relisted(revision, listings);
+                        known.relisted(revision, epoch, listings);
                     }
                     Step::Restart { listings } => {
                         known = Known::resumed(
@@ -689,13 +741,26 @@ mod tests {
                         let (workflow, pages) = defaults.listing(listed);
                         known.tracked(workflow, pages);
                     }
-                    Step::PodGone { answer, expect } => {
-                        let frozen = known::frozen(defaults.answer(answer)).expect("frozen");
-                        check(&name, known.settled(frozen), &expect);
+                    Step::Settle {
+                        pod: phase,
+                        answer,
+                        expect,
+                    } => {
+                        let decision = known
+                            .settled(defaults.answer(answer), pod(&phase))
+                            .expect("the answer decides");
+                        check(&name, decision, &expect);
                     }
-                    Step::Expect { since, decisions } => {
+                    Step::Expect {
+                        since,
+                        epoch,
+                        decisions,
+                    } => {
                         if let Some(since) = since {
                             assert_eq!(known.since, since, "{name}: since");
+                        }
+                        if epoch.is_some() {
+                            assert_eq!(known.epoch, epoch, "{name}: epoch");
                         }
                         for d in decisions {
                             let result = known.result(&d.workflow_uid, &d.node_id);

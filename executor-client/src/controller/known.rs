@@ -1,8 +1,9 @@
 //! What a reconciler knows, and how each answer of the server changes it: the pure part of
 //! [`Reconciler`](super::Reconciler), which only adds the calls. The scenarios of
-//! `testdata/reconciler-events.json` drive it here and in the Go package's `Follower`.
+//! `testdata/reconciler-events.json` drive it here and in the Go package's `Follower`, and
+//! the protocol's model (`tests/model`) drives it through every interleaving it explores.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use argo_results_proto::{FeedItem, FeedPage, NodeResult, ProblemCode, ResultList};
 
@@ -13,16 +14,18 @@ use crate::ClientError;
 type Key = (String, String);
 
 /// A workflow's listing: every page of its results.
-pub(super) type Listing = (WorkflowRef, Vec<ResultList>);
+pub type Listing = (WorkflowRef, Vec<ResultList>);
 
-#[derive(Debug, Default)]
-pub(super) struct Known {
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Known {
     /// The feed is read from here on.
     pub since: i64,
-    results: HashMap<Key, NodeResult>,
+    /// The store's epoch `since` belongs to, once a page or listing said.
+    pub epoch: Option<String>,
+    results: BTreeMap<Key, NodeResult>,
     /// The workflows followed, by UID: the feed's changes to others are not kept, and these
     /// are re-listed when the feed's history is gone.
-    workflows: HashMap<String, WorkflowRef>,
+    workflows: BTreeMap<String, WorkflowRef>,
 }
 
 impl Known {
@@ -34,7 +37,8 @@ impl Known {
     }
 
     /// A reconciler started with no memory, from the listings of the workflows in flight:
-    /// the feed is read on from the lowest revision listed (0 when none was).
+    /// the feed is read on from the lowest revision listed (0 when none was), in the epoch
+    /// of the first listing.
     pub fn resumed(listings: Vec<Listing>) -> Self {
         let mut known = Known::new(0);
         let mut lowest = None;
@@ -65,25 +69,37 @@ impl Known {
         self.since = self.since.min(revision);
     }
 
-    /// After `410 gone` with the current revision `current`: every workflow followed was
-    /// listed again; the feed goes on from the lowest revision listed, or from `current`.
+    /// After `410 gone` with the current revision `current` of epoch `epoch`: every
+    /// workflow followed was listed again; the feed goes on from the lowest revision
+    /// listed, or from `current`, in `epoch`. A listing read in a later epoch (another
+    /// restore meanwhile) then gets `410 gone` again, and everything is listed anew.
     /// Returns how many results are known.
-    pub fn relisted(&mut self, current: i64, listings: Vec<Listing>) -> usize {
+    pub fn relisted(
+        &mut self,
+        current: i64,
+        epoch: Option<String>,
+        listings: Vec<Listing>,
+    ) -> usize {
         let mut since = current;
         for (workflow, pages) in listings {
             since = since.min(self.listed(workflow, pages));
         }
         self.since = since;
+        self.epoch = epoch;
         self.results.len()
     }
 
     /// Replaces what is known of `workflow` with its listing, and follows it; returns the
-    /// lowest page revision, after which the feed has every change.
+    /// lowest page revision, after which the feed has every change. The first epoch a
+    /// listing names is kept when none was known.
     fn listed(&mut self, workflow: WorkflowRef, pages: Vec<ResultList>) -> i64 {
         let mut lowest = i64::MAX;
         self.results.retain(|(uid, _), _| *uid != workflow.uid);
         for page in pages {
             lowest = lowest.min(page.revision);
+            if self.epoch.is_none() {
+                self.epoch.clone_from(&page.epoch);
+            }
             for result in page.items {
                 self.results.insert(
                     (result.workflow_uid.clone(), result.node_id.clone()),
@@ -93,6 +109,12 @@ impl Known {
         }
         self.workflows.insert(workflow.uid.clone(), workflow);
         lowest
+    }
+
+    /// Stops following a workflow and drops what is known of it: its results were deleted.
+    pub fn forget(&mut self, workflow_uid: &str) {
+        self.workflows.remove(workflow_uid);
+        self.results.retain(|(uid, _), _| uid != workflow_uid);
     }
 
     /// Keeps `result` if its workflow is followed and it is newer than what is known.
@@ -135,6 +157,9 @@ impl Known {
     /// Applies a page of the feed and reads on after it; returns how many changes it had.
     pub fn advance(&mut self, page: FeedPage) -> usize {
         self.since = page.revision;
+        if page.epoch.is_some() {
+            self.epoch = page.epoch;
+        }
         let changes = page.items.len();
         for item in page.items {
             self.apply(item);
@@ -142,12 +167,27 @@ impl Known {
         changes
     }
 
-    /// The abandon's answer for a node whose pod is gone: frozen, remembered, and the
-    /// decision it gives ([`decide`] with [`PodPhase::Gone`]).
-    pub fn settled(&mut self, frozen: NodeResult) -> Decision {
-        let decision = decide(PodPhase::Gone, Some(&frozen));
-        self.remember(frozen);
-        decision
+    /// The settle's answer (`POST .../abandon`) for a node whose pod ended as `pod`: the
+    /// frozen result is remembered and decides the node; nothing stored (`404`, deleted
+    /// or lost in a restore) is a node lost.
+    pub fn settled(
+        &mut self,
+        answer: Result<NodeResult, ClientError>,
+        pod: PodPhase,
+    ) -> Result<Decision, ClientError> {
+        match frozen(answer) {
+            Ok(frozen) => {
+                let decision = decide(pod, Some(&frozen));
+                self.remember(frozen);
+                Ok(decision)
+            }
+            Err(error) if error.code() == Some(ProblemCode::NotFound) => Ok(Decision::Lost {
+                reason: "no result is stored for the node: it was deleted, or lost when the \
+                         database was restored"
+                    .into(),
+            }),
+            Err(error) => Err(error),
+        }
     }
 
     pub fn result(&self, workflow_uid: &str, node_id: &str) -> Option<&NodeResult> {
@@ -158,7 +198,7 @@ impl Known {
 
 /// The frozen result in an abandon's answer: the abandoned result, or the completed one
 /// that an `already_completed` refusal carries in `current`.
-pub(super) fn frozen(answer: Result<NodeResult, ClientError>) -> Result<NodeResult, ClientError> {
+fn frozen(answer: Result<NodeResult, ClientError>) -> Result<NodeResult, ClientError> {
     match answer {
         Err(error) if error.code() == Some(ProblemCode::AlreadyCompleted) => {
             let current = error

@@ -14,8 +14,9 @@ on_both_backends!(
     not_reported_is_not_done,
     a_vanished_pods_node_takes_its_phase_from_the_stored_result,
     a_pod_gone_before_reporting_is_lost_and_stays_lost,
-    a_failed_pod_waits_for_its_final_report_and_keeps_its_outputs,
-    a_pod_that_ended_without_a_completed_result_is_settled_by_pod_gone,
+    a_failed_pod_keeps_the_outputs_its_final_report_sent,
+    a_pod_that_ended_without_a_completed_result_is_settled,
+    a_settle_that_finds_nothing_stored_loses_the_node,
     every_namespace_is_followed_on_one_feed,
     a_restarted_pods_predecessor_cannot_write,
     a_recreated_workflow_sees_nothing_of_the_first,
@@ -100,22 +101,28 @@ async fn created(controller: &mut Reconciler, workflow: &WorkflowRef, s: &Step) 
         .expect("expectation");
 }
 
-async fn gone(
+/// `Reconciler::settle` of `s`'s node, whose pod the informer shows as `pod`.
+async fn settle(
     controller: &mut Reconciler,
     workflow: &WorkflowRef,
     s: &Step,
-    reason: &str,
+    pod: PodPhase,
 ) -> Decision {
     controller
-        .pod_gone(
-            &workflow.namespace,
-            &workflow.name,
-            &workflow.uid,
-            &s.node_id,
-            reason,
-        )
+        .settle(workflow, &s.node_id, pod)
         .await
-        .expect("abandon")
+        .expect("settle")
+}
+
+/// The reason a settle abandons the result of a pod that ended as `pod`.
+fn abandoned(pod: PodPhase) -> String {
+    match pod {
+        PodPhase::Gone => {
+            "the pod is gone (deleted, evicted or its node drained) without a completed result"
+                .into()
+        }
+        phase => format!("the pod ended {phase:?} without a completed result"),
+    }
 }
 
 /// The outputs of a step that archives its logs, with its exit code.
@@ -131,10 +138,17 @@ async fn not_reported_is_not_done(backend: Backend) {
     let s = step(1);
     created(&mut controller, &etl(), &s).await;
     controller.follow(0).await.expect("feed");
+    // Not seen is not done: a running pod waits, an ended one is settled by the server.
+    assert_eq!(
+        controller.decide(UID, &s.node_id, PodPhase::Running),
+        Decision::Wait
+    );
     for pod in [PodPhase::Succeeded, PodPhase::Failed, PodPhase::Gone] {
         assert_eq!(
             controller.decide(UID, &s.node_id, pod),
-            Decision::Wait,
+            Decision::Settle {
+                reason: abandoned(pod)
+            },
             "{pod:?}"
         );
     }
@@ -207,7 +221,7 @@ async fn a_vanished_pods_node_takes_its_phase_from_the_stored_result(backend: Ba
         send(&server, &wf, &s, &final_report(&wf, &s, phase, outputs)).await;
         // The controller has not followed the feed: the abandon's answer carries the result.
         assert_eq!(
-            gone(&mut controller, &wf, &s, "pod deleted").await,
+            settle(&mut controller, &wf, &s, PodPhase::Gone).await,
             expected,
             "{phase:?} {outputs:?}"
         );
@@ -220,31 +234,35 @@ async fn a_pod_gone_before_reporting_is_lost_and_stays_lost(backend: Backend) {
     let s = step(1);
     created(&mut controller, &etl(), &s).await;
     let lost = Decision::Lost {
-        reason: "pod deleted".into(),
+        reason: abandoned(PodPhase::Gone),
     };
-    assert_eq!(gone(&mut controller, &etl(), &s, "pod deleted").await, lost);
+    assert_eq!(
+        settle(&mut controller, &etl(), &s, PodPhase::Gone).await,
+        lost
+    );
     let late = server
         .send(&s, &s.report(Some(1), true, Some(&outputs(1))))
         .await
         .expect_err("a late final report");
     assert_eq!(late.code(), Some(ProblemCode::AlreadyCompleted));
     assert_eq!(
-        gone(&mut controller, &etl(), &s, "asked again").await,
+        settle(&mut controller, &etl(), &s, PodPhase::Failed).await,
         lost,
         "the stored reason, however often asked"
     );
 }
 
-async fn a_failed_pod_waits_for_its_final_report_and_keeps_its_outputs(backend: Backend) {
+/// While `wait` uploads the logs of a `main` that failed, the pod runs; once it ended, the
+/// node fails with the outputs its final report sent.
+async fn a_failed_pod_keeps_the_outputs_its_final_report_sent(backend: Backend) {
     let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let (wf, s) = (etl(), step(1));
     created(&mut controller, &wf, &s).await;
     send(&server, &wf, &s, &progress_report(&wf, &s)).await;
     controller.follow(0).await.expect("feed");
-    // main failed; the wait container is still uploading its logs.
     assert_eq!(
-        controller.decide(UID, &s.node_id, PodPhase::Failed),
+        controller.decide(UID, &s.node_id, PodPhase::Running),
         Decision::Wait
     );
     send(
@@ -255,44 +273,55 @@ async fn a_failed_pod_waits_for_its_final_report_and_keeps_its_outputs(backend: 
     )
     .await;
     controller.follow(0).await.expect("feed");
+    let failed = Decision::Failed {
+        outputs: Some(logs(1)),
+        message: Some("the main container exited with code 1".into()),
+    };
+    assert_eq!(controller.decide(UID, &s.node_id, PodPhase::Failed), failed);
     assert_eq!(
-        controller.decide(UID, &s.node_id, PodPhase::Failed),
-        Decision::Failed {
-            outputs: Some(logs(1)),
-            message: Some("the main container exited with code 1".into()),
-        }
+        settle(&mut controller, &wf, &s, PodPhase::Failed).await,
+        failed,
+        "a settle of a completed node is its decision, and calls nothing"
     );
 }
 
 /// A pod is terminal only once its wait container exited, and that gets its 2xx only after
-/// the commit: what is committed is all there will be, and the abandon answers with it.
-async fn a_pod_that_ended_without_a_completed_result_is_settled_by_pod_gone(backend: Backend) {
+/// the commit: what is committed is all there will be, and the settle answers with it.
+/// Every way a pod ends without a completed result seen is settled at once, never left to
+/// a timer.
+async fn a_pod_that_ended_without_a_completed_result_is_settled(backend: Backend) {
     let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let wf = etl();
-    // The wait container was OOM-killed after a progress report (issue #13373).
-    let crashed = step(1);
-    created(&mut controller, &wf, &crashed).await;
-    send(&server, &wf, &crashed, &progress_report(&wf, &crashed)).await;
-    controller.follow(0).await.expect("feed");
-    assert_eq!(
-        controller.decide(UID, &crashed.node_id, PodPhase::Failed),
-        Decision::Wait
-    );
-    assert_eq!(
-        gone(
-            &mut controller,
-            &wf,
-            &crashed,
-            "pod failed without its final report"
-        )
-        .await,
-        Decision::Lost {
-            reason: "pod failed without its final report".into()
+    // The wait container was OOM-killed after a progress report (issue #13373); an init
+    // container failed, or the pod failed while Pending, before anything reported; wait
+    // exited 0 after its final report was refused, so the pod Succeeded.
+    let endings = [
+        (step(1), true, PodPhase::Failed),
+        (step(2), false, PodPhase::Failed),
+        (step(3), true, PodPhase::Succeeded),
+    ];
+    for (s, progressed, pod) in &endings {
+        created(&mut controller, &wf, s).await;
+        if *progressed {
+            send(&server, &wf, s, &progress_report(&wf, s)).await;
         }
-    );
+        controller.follow(0).await.expect("feed");
+        let reason = abandoned(*pod);
+        assert_eq!(
+            controller.decide(UID, &s.node_id, *pod),
+            Decision::Settle {
+                reason: reason.clone()
+            }
+        );
+        assert_eq!(
+            settle(&mut controller, &wf, s, *pod).await,
+            Decision::Lost { reason },
+            "{pod:?}, progressed: {progressed}"
+        );
+    }
     // The final report committed, but the feed has not shown it yet.
-    let reported = step(2);
+    let reported = step(4);
     created(&mut controller, &wf, &reported).await;
     controller.follow(0).await.expect("feed");
     send(
@@ -302,11 +331,11 @@ async fn a_pod_that_ended_without_a_completed_result_is_settled_by_pod_gone(back
         &final_report(&wf, &reported, Some("Failed"), Some(&logs(3))),
     )
     .await;
-    assert_eq!(
+    assert!(matches!(
         controller.decide(UID, &reported.node_id, PodPhase::Failed),
-        Decision::Wait
-    );
-    let settled = gone(&mut controller, &wf, &reported, "pod failed").await;
+        Decision::Settle { .. }
+    ));
+    let settled = settle(&mut controller, &wf, &reported, PodPhase::Failed).await;
     controller.follow(0).await.expect("feed");
     assert_eq!(
         controller.decide(UID, &reported.node_id, PodPhase::Failed),
@@ -320,6 +349,25 @@ async fn a_pod_that_ended_without_a_completed_result_is_settled_by_pod_gone(back
             message: Some("the main container exited with code 3".into()),
         }
     );
+}
+
+/// A node whose row is gone (deleted, or lost when the database was restored from a
+/// backup) and whose pod ended: the settle's `404` loses it, and nothing waits.
+async fn a_settle_that_finds_nothing_stored_loses_the_node(backend: Backend) {
+    let server = TestServer::builder(backend).start().await;
+    let mut controller = reconciler(&server);
+    let wf = etl();
+    let s = step(1);
+    created(&mut controller, &wf, &s).await;
+    server
+        .controller()
+        .delete_results(&wf.namespace, &wf.name, &wf.uid)
+        .await
+        .expect("delete");
+    match settle(&mut controller, &wf, &s, PodPhase::Failed).await {
+        Decision::Lost { reason } => assert!(reason.contains("no result is stored"), "{reason}"),
+        other => panic!("expected the node lost, got {other:?}"),
+    }
 }
 
 async fn every_namespace_is_followed_on_one_feed(backend: Backend) {
@@ -397,8 +445,15 @@ async fn a_recreated_workflow_sees_nothing_of_the_first(backend: Backend) {
     created(&mut controller, &second, &s.restarted()).await;
     controller.follow(0).await.expect("feed");
     assert_eq!(
-        controller.decide(&second.uid, &s.node_id, PodPhase::Succeeded),
+        controller.decide(&second.uid, &s.node_id, PodPhase::Running),
         Decision::Wait
+    );
+    assert_eq!(
+        controller.decide(&second.uid, &s.node_id, PodPhase::Succeeded),
+        Decision::Settle {
+            reason: abandoned(PodPhase::Succeeded)
+        },
+        "the first incarnation's completed result is not the second's"
     );
     assert!(
         controller.result(UID, &s.node_id).is_none(),
@@ -586,22 +641,15 @@ async fn a_reconciler_restarted_with_empty_memory_reaches_the_same_decisions(bac
             before,
             "node {i} from memory"
         );
-        // A vanished pod, or one that ended without a completed result, is settled by
-        // abandoning; the live reconciler asks first, the resumed one's reason is not kept.
-        let settle =
-            pod == PodPhase::Gone || (pod != PodPhase::Pending && before == Decision::Wait);
-        let decision = if settle {
-            let live_says = gone(&mut live, wf, s, "pod deleted").await;
-            let resumed_says = gone(&mut resumed, wf, s, "pod deleted after a restart").await;
-            assert_eq!(resumed_says, live_says, "node {i} settled");
-            live_says
-        } else {
-            before
-        };
-        decisions.push(decision);
+        // A pod that ended without a completed result seen is settled: the live
+        // reconciler first, and the resumed one hears the result it abandoned.
+        let live_says = settle(&mut live, wf, s, pod).await;
+        let resumed_says = settle(&mut resumed, wf, s, pod).await;
+        assert_eq!(resumed_says, live_says, "node {i} settled");
+        decisions.push(live_says);
     }
-    let lost = || Decision::Lost {
-        reason: "pod deleted".into(),
+    let lost = |pod| Decision::Lost {
+        reason: abandoned(pod),
     };
     let expected = [
         Decision::Succeeded {
@@ -625,8 +673,8 @@ async fn a_reconciler_restarted_with_empty_memory_reaches_the_same_decisions(bac
             outputs: Some(r#"{"result":"x"}"#.into()),
             message: "the pod is gone and its final report said nothing of how the step ended (no phase Succeeded, Failed or Error, no exitCode)".into(),
         },
-        lost(),
-        lost(),
+        lost(PodPhase::Gone),
+        lost(PodPhase::Failed),
         Decision::Wait,
     ];
     assert_eq!(decisions, expected);
@@ -659,7 +707,7 @@ async fn long_names_the_root_node_and_a_template_less_node_are_decided(backend: 
             s.pod_name
         );
         assert_eq!(
-            gone(&mut controller, &wf, s, "pod deleted").await,
+            settle(&mut controller, &wf, s, PodPhase::Gone).await,
             succeeded
         );
     }

@@ -123,8 +123,11 @@ impl Workflow {
     }
 
     /// The pod runs briefly and ends as `pod`; its wait container's final report, with
-    /// `outputs` and how the step ended, reaches the server up to a second later.
-    fn start_pod(&self, node: usize, pod: PodPhase, outputs: String) {
+    /// `outputs` and how the step ended, reaches the server up to a second later. With
+    /// `committed_first`, as a pod really ends, the report is committed first (the wait
+    /// container exits after its 2xx) and what lags is the feed: the reconciler then sees
+    /// the pod end before the result, and settles.
+    fn start_pod(&self, node: usize, pod: PodPhase, outputs: String, committed_first: bool) {
         let phases = Arc::clone(&self.phases);
         let client = self.pods[node].clone();
         let (workflow, node_id) = (self.reference.name.clone(), self.node_id(node));
@@ -143,12 +146,21 @@ impl Workflow {
         };
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(random_below(30))).await;
-            phases.lock().expect("phases").insert(node, pod);
-            tokio::time::sleep(Duration::from_millis(random_below(MAX_DELIVERY_DELAY_MS))).await;
-            client
-                .report(NS, &workflow, &node_id, &report)
-                .await
-                .expect("report");
+            let report = async || {
+                client
+                    .report(NS, &workflow, &node_id, &report)
+                    .await
+                    .expect("report");
+            };
+            if committed_first {
+                report().await;
+                phases.lock().expect("phases").insert(node, pod);
+            } else {
+                phases.lock().expect("phases").insert(node, pod);
+                let delay = random_below(MAX_DELIVERY_DELAY_MS);
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+                report().await;
+            }
         });
     }
 }
@@ -248,7 +260,7 @@ async fn dag_runs(server: &TestServer, rule: DagRule) -> Violations {
                     r#"{{"parameters":[{{"name":"out","value":"{}"}}]}}"#,
                     w.node_id(node)
                 );
-                w.start_pod(node, PodPhase::Succeeded, outputs);
+                w.start_pod(node, PodPhase::Succeeded, outputs, false);
             }
         }
         tokio::time::sleep(TICK).await;
@@ -442,7 +454,12 @@ async fn flat_runs(server: &TestServer, rule: FlatRule) -> Losses {
                     .expect("expectation");
             }
             let kind = Kind::of(run, node);
-            w.start_pod(node, kind.pod(), kind.outputs(w, node));
+            w.start_pod(
+                node,
+                kind.pod(),
+                kind.outputs(w, node),
+                rule == FlatRule::Reconciler,
+            );
         }
         runs.push(
             (0..NODES)
@@ -483,7 +500,13 @@ async fn flat_runs(server: &TestServer, rule: FlatRule) -> Losses {
                     continue;
                 }
                 state.decided = match rule {
-                    FlatRule::Reconciler => match reconciler.decide(uid, &w.node_id(node), phase) {
+                    // A pod that ended with its result not seen yet is settled: the
+                    // server's answer carries the result the feed has not shown.
+                    FlatRule::Reconciler => match reconciler
+                        .settle(&w.reference, &w.node_id(node), phase)
+                        .await
+                        .expect("settle")
+                    {
                         Decision::Succeeded { outputs } | Decision::Failed { outputs, .. } => {
                             state.outputs = outputs;
                             true
