@@ -1,0 +1,832 @@
+//! The results protocol: the pods of one workflow reporting through a lossy network to a
+//! server that may crash or be restored from a backup, and a controller that registers
+//! expectations, follows the feed with any lag, may crash and resume, and decides each
+//! node. Every choice of the environment is an action the checker takes in every order.
+
+mod controller;
+mod narrate;
+mod pod;
+mod properties;
+mod server;
+
+use argo_results_client::controller::PodPhase;
+use argo_results_rules::Write;
+use stateright::{Model, Property};
+
+pub use controller::{Controller, PodView};
+pub use pod::{Ending, Node, Pod, Step, Template};
+pub use properties::{
+    ACKNOWLEDGED_NEVER_LOST, DECIDES_ONLY_ON_COMMITTED, FINAL_REACHES_CONTROLLER,
+    NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE, RESTORE_NOTICED, STALE_NEVER_OVERWRITES,
+    SUCCEEDED_HAS_ITS_OUTPUTS,
+};
+pub use server::{Gone, NOW, Store};
+
+use argo_results_rules::feed::FeedBounds;
+use argo_results_rules::{Refusal, Report, Row};
+
+/// How large a world the checker explores: each fault is a budget the environment may
+/// spend at any moment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The workflow's nodes, in order.
+    pub templates: Vec<Template>,
+    /// The nodes run one after the other (`steps`: each needs the one before decided) or
+    /// all at once (a `dag` without dependencies).
+    pub in_sequence: bool,
+    /// Attempts a container makes at one report before it gives up.
+    pub attempts: u8,
+    /// Writes the server gathers into one transaction (group commit).
+    pub batch_max: usize,
+    /// Changes per feed page.
+    pub feed_limit: usize,
+    /// Pod endings other than the normal one (init or pending failure, eviction,
+    /// deletion while it runs) and container crashes, across all pods.
+    pub pod_faults: u8,
+    /// Pods are deleted once they end (Argo's `podGC: OnPodCompletion`). Without it an
+    /// ended pod stays: a deletion the checker could always choose would end every hang.
+    pub pod_gc: bool,
+    pub server_crashes: u8,
+    pub controller_crashes: u8,
+    /// Requests the network delivers twice.
+    pub duplicates: u8,
+    /// A backup taken, then restored.
+    pub restores: u8,
+    /// Retention prunes the feed's history.
+    pub prunes: u8,
+    /// A pod reports another node with its own token.
+    pub hostile: bool,
+    /// A request of an ended pod to a frozen row that no restore can take back is dropped
+    /// from the network: the rules refuse or replay it, and its answer reaches nobody. It
+    /// rests on the rules that the checker checks while pods run; the deep worlds keep
+    /// every such request.
+    pub drop_dead_requests: bool,
+}
+
+impl Config {
+    /// One node of `template` and one fault of each kind: two attempts at each report, a
+    /// pod that ends in any of Argo's ways, a crash of the server and of the controller, a
+    /// restore from a backup and a pruning of the feed's history.
+    pub fn every_fault(template: Template) -> Self {
+        Config {
+            templates: vec![template],
+            in_sequence: true,
+            attempts: 2,
+            batch_max: 1,
+            feed_limit: 8,
+            pod_faults: 1,
+            pod_gc: false,
+            server_crashes: 1,
+            controller_crashes: 1,
+            duplicates: 0,
+            restores: 1,
+            prunes: 1,
+            hostile: false,
+            drop_dead_requests: true,
+        }
+    }
+
+    /// Two nodes, a resource template then a container one, whose pods each report the
+    /// other's node once with their own tokens; two attempts at each report, no other
+    /// fault.
+    pub fn two_nodes() -> Self {
+        Config {
+            templates: vec![Template::Resource, Template::Container],
+            pod_faults: 0,
+            server_crashes: 0,
+            controller_crashes: 0,
+            restores: 0,
+            prunes: 0,
+            hostile: true,
+            ..Config::every_fault(Template::Container)
+        }
+    }
+
+    /// The worlds `cargo test` checks (docs/protocol.md, "Bounds").
+    pub fn ci() -> Vec<(&'static str, Config)> {
+        vec![
+            (
+                "results: a container node, every fault",
+                Config::every_fault(Template::Container),
+            ),
+            (
+                "results: a resource node, every fault",
+                Config::every_fault(Template::Resource),
+            ),
+            ("results: two nodes, hostile pods", Config::two_nodes()),
+        ]
+    }
+
+    /// Deeper worlds, checked by `tests/model/deep.sh`: two writes per transaction (so a
+    /// crash between receiving and committing loses them), one change per feed page, every
+    /// request kept to the end; pods collected once they end; two nodes at once.
+    pub fn deep() -> Vec<(&'static str, Config)> {
+        let deeper = |template| Config {
+            batch_max: 2,
+            feed_limit: 1,
+            drop_dead_requests: false,
+            ..Config::every_fault(template)
+        };
+        vec![
+            (
+                "results (deep): a container node",
+                deeper(Template::Container),
+            ),
+            (
+                "results (deep): a resource node",
+                deeper(Template::Resource),
+            ),
+            (
+                "results (deep): a container node, pods collected once they end",
+                Config {
+                    pod_gc: true,
+                    ..deeper(Template::Container)
+                },
+            ),
+            (
+                "results (deep): two nodes at once, a pod fault, hostile pods",
+                Config {
+                    in_sequence: false,
+                    attempts: 1,
+                    pod_faults: 1,
+                    drop_dead_requests: false,
+                    ..Config::two_nodes()
+                },
+            ),
+        ]
+    }
+}
+
+/// Where the product's behaviour can be swapped for a broken one: the negative controls
+/// (`tests/controls.rs`) do, to show that the checker then finds a counterexample.
+#[derive(Clone, Copy)]
+pub struct Hooks {
+    /// Where a feed reader goes on after a read (the product: `feed::next_since`).
+    pub feed_rule: fn(i64, Option<&str>, &FeedBounds) -> Result<i64, Refusal>,
+    /// Whether the controller carries out the settle that `decide` asks for, given what
+    /// the pod informer shows (the product: always).
+    pub settles: fn(&PodView) -> bool,
+    /// The server answers a report when it is received, before the commit.
+    pub ack_before_commit: bool,
+    /// Applied to a stored row before a report is decided on it (the product: nothing).
+    pub before_report: fn(&mut Row, &Report),
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("ack_before_commit", &self.ack_before_commit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hooks {
+    /// The product as it is.
+    pub fn product() -> Self {
+        Hooks {
+            feed_rule: argo_results_rules::feed::next_since,
+            settles: |_| true,
+            ack_before_commit: false,
+            before_report: |_, _| {},
+        }
+    }
+}
+
+/// A message in the network between the pods and the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Msg {
+    /// The report of pod `from` at `step`, to the URL of node `to` (its own, unless hostile).
+    Request { from: u8, step: Step, to: u8 },
+    /// The server's answer to pod `to`'s report at `step`: 2xx or a refusal, sent in the
+    /// store's epoch `epoch`.
+    Answer {
+        to: u8,
+        step: Step,
+        ok: bool,
+        epoch: u8,
+    },
+}
+
+/// The server process: the database's committed state, a backup of it, and the writes
+/// received but not yet committed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Server {
+    pub store: Store,
+    pub backup: Option<Store>,
+    pub staged: Vec<Msg>,
+}
+
+/// What the environment may still do.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Budget {
+    pub pod_faults: u8,
+    pub server_crashes: u8,
+    pub controller_crashes: u8,
+    pub duplicates: u8,
+    pub restores: u8,
+    pub prunes: u8,
+    pub hostile: bool,
+}
+
+/// What the properties need to remember of the past.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Ghost {
+    /// Per node, the reports its pod heard acknowledged (2xx), but those a restore from a
+    /// backup took back.
+    pub acked: Vec<Vec<Report>>,
+    /// Per node: its final report was acknowledged when the controller decided it.
+    pub final_acked: Vec<bool>,
+    /// The first commit that changed a frozen row or lowered a row's sequence.
+    pub overwrite: Option<String>,
+    /// Per node, the outputs of each `completed` row committed: one, unless a restore
+    /// took a completion back and another followed.
+    pub completed: Vec<Vec<Option<String>>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct World {
+    pub pods: Vec<Pod>,
+    /// A multiset, kept sorted so that equal worlds are equal.
+    pub net: Vec<Msg>,
+    pub server: Server,
+    pub controller: Controller,
+    pub budget: Budget,
+    pub ghost: Ghost,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Action {
+    // The controller, which decides every node it can after each step that tells it
+    // something (its reconciliation).
+    /// `PUT .../expectation` with the pod's name, then the pod is created; the workflow is
+    /// followed from then on.
+    CreatePod(usize),
+    /// `PUT .../expectation` again with the created pod's UID.
+    RegisterUid(usize),
+    /// The pod informer delivers the pod as it is now.
+    Observe(usize),
+    /// One read of the feed; after `410 gone`, every workflow followed is listed again.
+    Follow,
+    /// The controller restarts with no memory and resumes from the workflows in flight.
+    CrashController,
+    /// Every node decided: the workflow's results are deleted.
+    Collect,
+    // The pods.
+    Start(usize),
+    FailInit(usize),
+    FailPending(usize),
+    Evict(usize),
+    /// Deleted while it runs (by a person or a drain).
+    Delete(usize),
+    /// Deleted by pod GC once it ended.
+    Collected(usize),
+    /// The container at a report crashes (out of memory).
+    Crash(usize),
+    /// An attempt at the current report.
+    Send(usize),
+    /// Every attempt went unanswered: the container gives up on the report.
+    GiveUp(usize),
+    MainExits(usize, i32),
+    WaitExits(usize, i32),
+    /// Pod `from` sends its first report to node `to`'s URL with its own token.
+    Hostile {
+        from: usize,
+        to: usize,
+    },
+    // The network.
+    /// The server receives a request. With one write per transaction it commits it at
+    /// once, and its answer reaches the pod (`heard`) or not: the pod then gives up, or
+    /// hears it after it stopped waiting, which is the same.
+    Deliver {
+        msg: Msg,
+        heard: bool,
+    },
+    Hear(Msg),
+    Lose(Msg),
+    Duplicate(Msg),
+    // The server and its database.
+    Commit,
+    CrashServer,
+    Backup,
+    Restore,
+    Prune,
+}
+
+/// The results protocol under `config`, with the product's behaviour or a broken one.
+#[derive(Debug, Clone)]
+pub struct Results {
+    pub config: Config,
+    pub hooks: Hooks,
+    pub nodes: Vec<Node>,
+}
+
+impl Results {
+    pub fn new(config: Config, hooks: Hooks) -> Self {
+        let nodes = config
+            .templates
+            .iter()
+            .enumerate()
+            .map(|(index, &template)| Node { template, index })
+            .collect();
+        Results {
+            config,
+            hooks,
+            nodes,
+        }
+    }
+
+    fn initial(&self) -> World {
+        let n = self.nodes.len();
+        let c = &self.config;
+        World {
+            pods: vec![Pod::default(); n],
+            net: Vec::new(),
+            server: Server {
+                store: Store::default(),
+                backup: None,
+                staged: Vec::new(),
+            },
+            controller: Controller::new(n),
+            budget: Budget {
+                pod_faults: c.pod_faults,
+                server_crashes: c.server_crashes,
+                controller_crashes: c.controller_crashes,
+                duplicates: c.duplicates,
+                restores: c.restores,
+                prunes: c.prunes,
+                hostile: c.hostile,
+            },
+            ghost: Ghost {
+                acked: vec![Vec::new(); n],
+                final_acked: vec![false; n],
+                overwrite: None,
+                completed: vec![Vec::new(); n],
+            },
+        }
+    }
+
+    /// The write a request makes.
+    fn write_of(&self, world: &World, request: Msg) -> (argo_results_rules::ResultKey, Report) {
+        let Msg::Request { from, step, to } = request else {
+            unreachable!("only requests are written")
+        };
+        let sender = self.nodes[from as usize];
+        let report = sender.report(step, world.pods[from as usize].main_code);
+        (self.nodes[to as usize].key(), report)
+    }
+
+    /// Commits `requests` as one transaction and answers each (a hostile one's answer
+    /// goes nowhere that matters: its pod is at another step).
+    fn commit(&self, world: &mut World, requests: &[Msg]) -> Vec<Msg> {
+        let before = world.server.store.rows.clone();
+        let mut writes = Vec::new();
+        for &request in requests {
+            let (key, report) = self.write_of(world, request);
+            if let Some(row) = world.server.store.rows.get_mut(&key.node_id) {
+                (self.hooks.before_report)(row, &report);
+            }
+            writes.push((key, Write::Report(report)));
+        }
+        let outcomes = world.server.store.commit(&writes);
+        self.after_commit(world, &before);
+        requests
+            .iter()
+            .zip(outcomes)
+            .map(|(&request, outcome)| {
+                let Msg::Request { from, step, .. } = request else {
+                    unreachable!()
+                };
+                Msg::Answer {
+                    to: from,
+                    step,
+                    ok: outcome.is_ok(),
+                    epoch: world.server.store.epoch,
+                }
+            })
+            .collect()
+    }
+
+    /// Records what the properties watch in a commit: completions, and any change to a
+    /// frozen row or to a lower sequence.
+    fn after_commit(&self, world: &mut World, before: &std::collections::BTreeMap<String, Row>) {
+        for (i, node) in self.nodes.iter().enumerate() {
+            let id = node.node_id();
+            let (Some(after), old) = (world.server.store.rows.get(&id), before.get(&id)) else {
+                continue;
+            };
+            if let Some(old) = old
+                && old.revision != after.revision
+                && world.ghost.overwrite.is_none()
+            {
+                let same_pod = old.pod_uid.is_some() && old.pod_uid == after.pod_uid;
+                if old.state.is_frozen() {
+                    world.ghost.overwrite =
+                        Some(format!("{id}: a {} row changed", old.state.as_str()));
+                } else if same_pod && after.sequence < old.sequence {
+                    world.ghost.overwrite = Some(format!(
+                        "{id}: sequence {:?} replaced {:?}",
+                        after.sequence, old.sequence
+                    ));
+                }
+            }
+            let completed = &mut world.ghost.completed[i];
+            if after.state == argo_results_proto::ResultState::Completed
+                && !completed.contains(&after.outputs)
+            {
+                completed.push(after.outputs.clone());
+            }
+        }
+    }
+}
+
+fn insert(net: &mut Vec<Msg>, msg: Msg) {
+    let at = net.partition_point(|m| *m <= msg);
+    net.insert(at, msg);
+}
+
+fn remove(net: &mut Vec<Msg>, msg: Msg) -> bool {
+    match net.iter().position(|m| *m == msg) {
+        Some(at) => {
+            net.remove(at);
+            true
+        }
+        None => false,
+    }
+}
+
+impl Model for Results {
+    type State = World;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<World> {
+        vec![self.initial()]
+    }
+
+    fn actions(&self, world: &World, actions: &mut Vec<Action>) {
+        let budget = &world.budget;
+        for (i, pod) in world.pods.iter().enumerate() {
+            self.controller_actions(world, i, actions);
+            let Some(phase) = pod.phase else { continue };
+            match phase {
+                PodPhase::Pending => {
+                    actions.push(Action::Start(i));
+                    if budget.pod_faults > 0 {
+                        actions.push(Action::FailInit(i));
+                        actions.push(Action::FailPending(i));
+                    }
+                }
+                PodPhase::Running => {
+                    if pod.reporting() {
+                        if pod.attempts < self.config.attempts {
+                            actions.push(Action::Send(i));
+                        } else {
+                            actions.push(Action::GiveUp(i));
+                        }
+                        if budget.pod_faults > 0 {
+                            actions.push(Action::Crash(i));
+                        }
+                    }
+                    match pod.step {
+                        Step::MainExits => {
+                            actions.push(Action::MainExits(i, 0));
+                            // A failing `main` matters where `wait` then reports its code.
+                            if self.nodes[i].template == Template::Container {
+                                actions.push(Action::MainExits(i, 1));
+                            }
+                        }
+                        Step::WaitExits => {
+                            actions.push(Action::WaitExits(i, 0));
+                            if pod.final_failed {
+                                actions.push(Action::WaitExits(i, 1));
+                            }
+                        }
+                        _ => {}
+                    }
+                    if budget.pod_faults > 0 {
+                        actions.push(Action::Evict(i));
+                    }
+                    if budget.hostile && pod.step == Step::First {
+                        for to in 0..self.nodes.len() {
+                            if to != i {
+                                actions.push(Action::Hostile { from: i, to });
+                            }
+                        }
+                    }
+                }
+                PodPhase::Succeeded | PodPhase::Failed | PodPhase::Gone => {}
+            }
+            if !pod.over() && budget.pod_faults > 0 {
+                actions.push(Action::Delete(i));
+            }
+            if pod.over() && phase != PodPhase::Gone && self.config.pod_gc {
+                actions.push(Action::Collected(i));
+            }
+        }
+        if world.controller.collectable(world) {
+            actions.push(Action::Collect);
+        }
+        actions.push(Action::Follow);
+        if budget.controller_crashes > 0 {
+            actions.push(Action::CrashController);
+        }
+        let mut last = None;
+        for &msg in &world.net {
+            if last == Some(msg) {
+                continue;
+            }
+            last = Some(msg);
+            match msg {
+                Msg::Request { .. } => {
+                    if world.server.staged.len() < self.config.batch_max {
+                        actions.push(Action::Deliver { msg, heard: false });
+                        if !self.staging() && self.waits_for(world, msg) {
+                            actions.push(Action::Deliver { msg, heard: true });
+                        }
+                    }
+                    if budget.duplicates > 0 {
+                        actions.push(Action::Duplicate(msg));
+                    }
+                    actions.push(Action::Lose(msg));
+                }
+                // An answer lost is one that arrives after the container gave up on it.
+                Msg::Answer { .. } => actions.push(Action::Hear(msg)),
+            }
+        }
+        if !world.server.staged.is_empty() {
+            actions.push(Action::Commit);
+            if budget.server_crashes > 0 {
+                actions.push(Action::CrashServer);
+            }
+        }
+        let since = world.controller.known.since;
+        if budget.restores > 0 {
+            match &world.server.backup {
+                None => actions.push(Action::Backup),
+                // The case that matters: the controller holds a position past the backup.
+                Some(backup) if since > backup.head => actions.push(Action::Restore),
+                Some(_) => {}
+            }
+        }
+        // Pruning matters to a reader behind it; the controller reads on from `since`.
+        if budget.prunes > 0 && since < world.server.store.head {
+            actions.push(Action::Prune);
+        }
+    }
+
+    fn next_state(&self, world: &World, action: Action) -> Option<World> {
+        let mut next = world.clone();
+        let changed = self.apply(&mut next, action);
+        // Messages that can change nothing any more are gone: an answer nobody waits for
+        // (it would be ignored on arrival), and a request of an ended pod to a frozen row
+        // that no restore can take back (refused or a replay, heard by nobody).
+        let pods = &next.pods;
+        let rows = &next.server.store.rows;
+        let settled = self.config.drop_dead_requests
+            && (next.budget.restores == 0 || next.server.backup.is_none());
+        next.net.retain(|msg| match *msg {
+            Msg::Answer { to, step, .. } => {
+                let pod = &pods[to as usize];
+                pod.running() && pod.step == step
+            }
+            Msg::Request { from, to, .. } => {
+                let frozen = rows
+                    .get(&self.nodes[to as usize].node_id())
+                    .is_some_and(|row| row.state.is_frozen());
+                !(settled && frozen && pods[from as usize].over())
+            }
+        });
+        (changed && next != *world).then_some(next)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        properties::all()
+    }
+}
+
+impl Results {
+    /// Applies `action` to `world`; false when it does nothing there.
+    fn apply(&self, world: &mut World, action: Action) -> bool {
+        match action {
+            Action::CreatePod(i) | Action::RegisterUid(i) | Action::Observe(i) => {
+                self.controller_step(world, action, i)
+            }
+            Action::Follow => self.follow(world),
+            Action::CrashController => {
+                world.budget.controller_crashes -= 1;
+                self.resume(world);
+                true
+            }
+            Action::Collect => self.collect(world),
+            Action::Start(i) => {
+                world.pods[i].phase = Some(PodPhase::Running);
+                true
+            }
+            Action::FailInit(i) | Action::FailPending(i) => {
+                world.budget.pod_faults -= 1;
+                let ending = if matches!(action, Action::FailInit(_)) {
+                    Ending::InitFailed
+                } else {
+                    Ending::FailedPending
+                };
+                world.pods[i].kill(PodPhase::Failed, ending);
+                true
+            }
+            Action::Evict(i) => {
+                world.budget.pod_faults -= 1;
+                world.pods[i].kill(PodPhase::Failed, Ending::Evicted);
+                true
+            }
+            Action::Delete(i) => {
+                world.budget.pod_faults -= 1;
+                world.pods[i].kill(PodPhase::Gone, Ending::Deleted);
+                true
+            }
+            Action::Collected(i) => {
+                world.pods[i].phase = Some(PodPhase::Gone);
+                true
+            }
+            Action::Crash(i) => {
+                world.budget.pod_faults -= 1;
+                let template = self.nodes[i].template;
+                let pod = &mut world.pods[i];
+                match (pod.step, template) {
+                    // `main` crashes before reporting its parameters; `wait` goes on.
+                    (Step::First, Template::Resource) => {
+                        pod.attempts = 0;
+                        pod.main_code = Some(137);
+                        pod.step = Step::Final;
+                    }
+                    // `wait` crashes: nothing more is reported; the pod fails when `main`
+                    // is done, which the model takes to be at once.
+                    _ => {
+                        pod.main_code.get_or_insert(0);
+                        pod.final_failed = true;
+                        pod.wait_exits(137);
+                    }
+                }
+                true
+            }
+            Action::Send(i) => {
+                let pod = &mut world.pods[i];
+                pod.attempts += 1;
+                let request = Msg::Request {
+                    from: i as u8,
+                    step: pod.step,
+                    to: i as u8,
+                };
+                insert(&mut world.net, request);
+                true
+            }
+            Action::GiveUp(i) => {
+                world.pods[i].failed_report(self.nodes[i].template);
+                true
+            }
+            Action::MainExits(i, code) => {
+                let pod = &mut world.pods[i];
+                pod.main_code = Some(code);
+                pod.step = Step::Final;
+                true
+            }
+            Action::WaitExits(i, code) => {
+                world.pods[i].wait_exits(code);
+                true
+            }
+            Action::Hostile { from, to } => {
+                world.budget.hostile = false;
+                let request = Msg::Request {
+                    from: from as u8,
+                    step: Step::First,
+                    to: to as u8,
+                };
+                insert(&mut world.net, request);
+                true
+            }
+            Action::Deliver { msg, heard } => {
+                remove(&mut world.net, msg);
+                if !self.staging() {
+                    // A transaction of one write: received and committed are one step (a
+                    // crash before the commit is the request lost).
+                    for answer in self.commit(world, &[msg]) {
+                        if heard {
+                            self.hear(world, answer);
+                        }
+                    }
+                    return true;
+                }
+                if self.hooks.ack_before_commit {
+                    // The broken server: the answer its write would get, sent at once.
+                    let mut speculative = world.clone();
+                    let staged = std::mem::take(&mut speculative.server.staged);
+                    self.commit(&mut speculative, &staged);
+                    for answer in self.commit(&mut speculative, &[msg]) {
+                        insert(&mut world.net, answer);
+                    }
+                }
+                world.server.staged.push(msg);
+                true
+            }
+            Action::Commit => {
+                let staged = std::mem::take(&mut world.server.staged);
+                let answers = self.commit(world, &staged);
+                if !self.hooks.ack_before_commit {
+                    for answer in answers {
+                        insert(&mut world.net, answer);
+                    }
+                }
+                true
+            }
+            Action::Hear(msg) => {
+                remove(&mut world.net, msg);
+                self.hear(world, msg);
+                true
+            }
+            Action::Lose(msg) => remove(&mut world.net, msg),
+            Action::Duplicate(msg) => {
+                world.budget.duplicates -= 1;
+                insert(&mut world.net, msg);
+                true
+            }
+            Action::CrashServer => {
+                world.budget.server_crashes -= 1;
+                world.server.staged.clear();
+                true
+            }
+            Action::Backup => {
+                world.server.backup = Some(world.server.store.clone());
+                true
+            }
+            Action::Restore => {
+                world.budget.restores -= 1;
+                let Some(backup) = world.server.backup.take() else {
+                    return false;
+                };
+                self.restore(world, backup);
+                true
+            }
+            Action::Prune => {
+                world.budget.prunes -= 1;
+                world.server.store.prune();
+                true
+            }
+        }
+    }
+
+    /// Whether writes wait in a batch for their commit (and answers travel on their own).
+    fn staging(&self) -> bool {
+        self.config.batch_max > 1 || self.hooks.ack_before_commit
+    }
+
+    /// Whether the pod that sent `request` still waits for its answer.
+    fn waits_for(&self, world: &World, request: Msg) -> bool {
+        let Msg::Request { from, step, to } = request else {
+            return false;
+        };
+        let pod = &world.pods[from as usize];
+        from == to && pod.running() && pod.step == step
+    }
+
+    /// A pod hears the server's answer to one of its reports.
+    fn hear(&self, world: &mut World, msg: Msg) {
+        let Msg::Answer {
+            to,
+            step,
+            ok,
+            epoch,
+        } = msg
+        else {
+            return;
+        };
+        let i = to as usize;
+        let pod = &mut world.pods[i];
+        // An answer to an attempt the container no longer waits for goes unheard.
+        if !pod.running() || pod.step != step {
+            return;
+        }
+        if ok {
+            let report = self.nodes[i].report(step, pod.main_code);
+            pod.acknowledged();
+            // Sent before a restore: acknowledged only if the restored store kept it.
+            let row = world.server.store.rows.get(&self.nodes[i].node_id());
+            if epoch == world.server.store.epoch
+                || properties::reflects(row, std::slice::from_ref(&report))
+            {
+                world.ghost.acked[i].push(report);
+            }
+        } else {
+            pod.failed_report(self.nodes[i].template);
+        }
+    }
+
+    /// The database is restored from `backup`: every write after it is gone, and the
+    /// acknowledgements of those writes with them.
+    fn restore(&self, world: &mut World, backup: Store) {
+        let epoch = world.server.store.epoch;
+        for (i, node) in self.nodes.iter().enumerate() {
+            let row = backup.rows.get(&node.node_id());
+            world.ghost.acked[i]
+                .retain(|report| properties::reflects(row, std::slice::from_ref(report)));
+        }
+        world.server.store = backup;
+        world.server.store.epoch = epoch + 1;
+    }
+}

@@ -1,0 +1,199 @@
+//! The results world's steps in words, for counterexamples.
+
+use argo_results_client::controller::Decision;
+use argo_results_rules::Row;
+
+use super::pod::WORKFLOW_UID;
+use super::{Action, Msg, Results, Step, World};
+use crate::trace::Narrate;
+
+fn report_name(step: Step) -> &'static str {
+    match step {
+        Step::First => "first",
+        _ => "final",
+    }
+}
+
+fn row(row: Option<&Row>) -> String {
+    match row {
+        None => "-".into(),
+        Some(row) => format!(
+            "{} seq {} r{}",
+            row.state.as_str(),
+            row.sequence.map_or("-".into(), |s| s.to_string()),
+            row.revision
+        ),
+    }
+}
+
+fn decision(decision: &Option<Decision>) -> String {
+    match decision {
+        None => "undecided".into(),
+        Some(Decision::Succeeded { .. }) => "Succeeded".into(),
+        Some(Decision::Failed { .. }) => "Failed".into(),
+        Some(Decision::Error { .. }) => "Error".into(),
+        Some(Decision::Lost { reason }) => format!("Lost ({reason})"),
+        Some(Decision::Wait) => "Wait".into(),
+        Some(Decision::Settle { .. }) => "Settle".into(),
+    }
+}
+
+impl Results {
+    fn pod_name(&self, i: usize) -> String {
+        self.nodes[i].pod_name()
+    }
+
+    fn message(&self, msg: &Msg) -> String {
+        match *msg {
+            Msg::Request { from, step, to } if from == to => format!(
+                "{}'s {} report",
+                self.pod_name(from as usize),
+                report_name(step)
+            ),
+            Msg::Request { from, to, .. } => format!(
+                "{}'s report to node {}",
+                self.pod_name(from as usize),
+                self.nodes[to as usize].node_id()
+            ),
+            Msg::Answer { to, step, ok, .. } => format!(
+                "the {} to {}'s {} report",
+                if ok { "2xx" } else { "refusal" },
+                self.pod_name(to as usize),
+                report_name(step)
+            ),
+        }
+    }
+}
+
+impl Narrate for Results {
+    fn said(&self, world: &World, action: &Action) -> String {
+        let node = |i: usize| self.nodes[i].node_id();
+        let pod = |i: usize| self.pod_name(i);
+        match action {
+            Action::CreatePod(i) => format!(
+                "controller registers {} for pod {} by name, and creates the pod",
+                node(*i),
+                pod(*i)
+            ),
+            Action::RegisterUid(i) => {
+                format!("controller registers {} again with the pod's UID", node(*i))
+            }
+            Action::Observe(i) => format!(
+                "controller's pod informer shows {} {}",
+                pod(*i),
+                world.pods[*i]
+                    .phase
+                    .map_or("not created".into(), |phase| format!("{phase:?}"))
+            ),
+            Action::Follow => format!(
+                "controller reads the feed after revision {}",
+                world.controller.known.since
+            ),
+            Action::CrashController => {
+                "controller crashes and resumes from the workflows in flight".into()
+            }
+            Action::Collect => "controller deletes the workflow's results".into(),
+            Action::Start(i) => format!("pod {} starts", pod(*i)),
+            Action::FailInit(i) => format!("pod {} fails in an init container", pod(*i)),
+            Action::FailPending(i) => format!("pod {} fails while Pending", pod(*i)),
+            Action::Evict(i) => format!("pod {} is evicted", pod(*i)),
+            Action::Delete(i) => format!("pod {} is deleted while it runs", pod(*i)),
+            Action::Collected(i) => format!("pod GC deletes pod {}", pod(*i)),
+            Action::Crash(i) => format!("the reporting container of {} crashes", pod(*i)),
+            Action::Send(i) => format!(
+                "pod {} sends its {} report (attempt {})",
+                pod(*i),
+                report_name(world.pods[*i].step),
+                world.pods[*i].attempts + 1
+            ),
+            Action::GiveUp(i) => format!(
+                "pod {} gives up on its {} report",
+                pod(*i),
+                report_name(world.pods[*i].step)
+            ),
+            Action::MainExits(i, code) => format!("main of {} exits {code}", pod(*i)),
+            Action::WaitExits(i, code) => format!("wait of {} exits {code}", pod(*i)),
+            Action::Hostile { from, to } => format!(
+                "pod {} reports node {} with its own token",
+                pod(*from),
+                node(*to)
+            ),
+            Action::Deliver { msg, heard } => format!(
+                "the server receives {}{}",
+                self.message(msg),
+                match (
+                    heard,
+                    self.config.batch_max > 1 || self.hooks.ack_before_commit
+                ) {
+                    (_, true) => "",
+                    (true, false) => " and commits it; the pod hears its answer",
+                    (false, false) => " and commits it; its answer is lost",
+                }
+            ),
+            Action::Hear(msg) => format!("{} arrives", self.message(msg)),
+            Action::Lose(msg) => format!("the network loses {}", self.message(msg)),
+            Action::Duplicate(msg) => format!("the network duplicates {}", self.message(msg)),
+            Action::Commit => "the server commits what it received".into(),
+            Action::CrashServer => "the server crashes; what it had not committed is lost".into(),
+            Action::Backup => format!(
+                "the database is backed up at revision {}",
+                world.server.store.head
+            ),
+            Action::Restore => "the database is restored from the backup".into(),
+            Action::Prune => format!(
+                "retention prunes the feed's history through revision {}",
+                world.server.store.head
+            ),
+        }
+    }
+
+    fn held(&self, world: &World) -> Vec<String> {
+        let store = &world.server.store;
+        let stored: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("{} {}", n.node_id(), row(store.rows.get(&n.node_id()))))
+            .collect();
+        let known = &world.controller.known;
+        let knows: Vec<String> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let result = known.result(WORKFLOW_UID, &n.node_id());
+                format!(
+                    "{} {}{}",
+                    n.node_id(),
+                    result.map_or("-".into(), |r| format!(
+                        "{} r{}",
+                        r.state.as_str(),
+                        r.revision
+                    )),
+                    match &world.controller.decided[i] {
+                        None => String::new(),
+                        d => format!(", {}", decision(d)),
+                    }
+                )
+            })
+            .collect();
+        let pods: Vec<String> = world
+            .pods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| match p.phase {
+                None => format!("{} not created", self.pod_name(i)),
+                Some(phase) => format!("{} {phase:?} at {:?}", self.pod_name(i), p.step),
+            })
+            .collect();
+        vec![
+            format!(
+                "store: head {} epoch {}; {}",
+                store.head,
+                store.epoch,
+                stored.join(", ")
+            ),
+            format!("controller: since {}; {}", known.since, knows.join("; ")),
+            format!("pods: {}", pods.join("; ")),
+        ]
+    }
+}

@@ -1,0 +1,215 @@
+//! A node's pod and the containers in it that report: what each sends, in what order, and
+//! every way the pod can end (Argo's `wait` and `main`, `workflow/executor/executor.go`
+//! and `cmd/argoexec/commands/{wait.go,resource.go}`).
+
+use argo_results_client::controller::PodPhase;
+use argo_results_rules::{Report, ResultKey};
+
+/// Every node belongs to this one workflow.
+pub const NAMESPACE: &str = "argo";
+pub const WORKFLOW: &str = "wf";
+pub const WORKFLOW_UID: &str = "wf-uid";
+
+/// How a node's template reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Template {
+    /// A container or script template: `wait` reports progress while `main` runs, then the
+    /// final report with the outputs and the exit code.
+    Container,
+    /// A resource template whose logs are archived: `main` (`argoexec resource`) reports the
+    /// resource's parameters, then `wait` the final report with the log artifact, which the
+    /// server merges onto them.
+    Resource,
+}
+
+/// Where a pod's containers are in their work. The first and third steps send a report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Step {
+    /// `wait`'s progress (container) or `main`'s parameters (resource), sequence 1.
+    #[default]
+    First,
+    /// `main` exits.
+    MainExits,
+    /// `wait`'s final report, sequence 2.
+    Final,
+    /// `wait` exits; the pod ends with it.
+    WaitExits,
+    /// Nothing runs any more.
+    Done,
+}
+
+/// How a pod ended, as Argo can see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ending {
+    /// Every container exited 0.
+    Succeeded,
+    /// `main` or `wait` exited non-zero.
+    Failed,
+    /// An init container failed (an input artifact, say): nothing else ran.
+    InitFailed,
+    /// Failed while Pending (its deadline passed, say): nothing ran.
+    FailedPending,
+    /// Evicted while running: its containers were killed.
+    Evicted,
+    /// Deleted (by a person, a drain, or pod GC once it ended).
+    Deleted,
+}
+
+/// A pod not created yet, by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Pod {
+    /// As the API server has it; `None` until the controller creates it.
+    pub phase: Option<PodPhase>,
+    pub ended: Option<Ending>,
+    pub step: Step,
+    /// Attempts sent of the current report.
+    pub attempts: u8,
+    /// `main`'s exit code, once it exited.
+    pub main_code: Option<i32>,
+    /// The final report was refused or given up on.
+    pub final_failed: bool,
+    /// `wait` exited non-zero (or was killed).
+    pub wait_failed: bool,
+}
+
+impl Pod {
+    /// Its containers run (and may report).
+    pub fn running(&self) -> bool {
+        self.phase == Some(PodPhase::Running)
+    }
+
+    /// Ended or gone: it will never report again.
+    pub fn over(&self) -> bool {
+        matches!(
+            self.phase,
+            Some(PodPhase::Succeeded | PodPhase::Failed | PodPhase::Gone)
+        )
+    }
+
+    /// The step being reported, if the pod is at one.
+    pub fn reporting(&self) -> bool {
+        self.running() && matches!(self.step, Step::First | Step::Final)
+    }
+
+    /// Stops every container: the pod ends as `ending`, in `phase`. A `wait` that was
+    /// running is killed (it terminates non-zero); one that never started is not.
+    pub fn kill(&mut self, phase: PodPhase, ending: Ending) {
+        self.wait_failed = self.phase == Some(PodPhase::Running);
+        self.phase = Some(phase);
+        self.ended = Some(ending);
+        self.step = Step::Done;
+    }
+
+    /// The current report did not get through (refused, or every attempt unanswered).
+    pub fn failed_report(&mut self, template: Template) {
+        self.attempts = 0;
+        match (self.step, template) {
+            // Progress that fails is only logged (`monitorProgress`).
+            (Step::First, Template::Container) => self.step = Step::MainExits,
+            // `argoexec resource` fails when it cannot report its parameters.
+            (Step::First, Template::Resource) => {
+                self.main_code = Some(1);
+                self.step = Step::Final;
+            }
+            _ => {
+                self.final_failed = true;
+                self.step = Step::WaitExits;
+            }
+        }
+    }
+
+    /// The current report was acknowledged (2xx).
+    pub fn acknowledged(&mut self) {
+        self.attempts = 0;
+        self.step = match self.step {
+            Step::First => Step::MainExits,
+            _ => Step::WaitExits,
+        };
+    }
+
+    /// `wait` exits with `code`; the pod ends with it.
+    pub fn wait_exits(&mut self, code: i32) {
+        self.wait_failed = code != 0;
+        let succeeded = self.main_code == Some(0) && code == 0;
+        let (phase, ending) = if succeeded {
+            (PodPhase::Succeeded, Ending::Succeeded)
+        } else {
+            (PodPhase::Failed, Ending::Failed)
+        };
+        self.phase = Some(phase);
+        self.ended = Some(ending);
+        self.step = Step::Done;
+    }
+}
+
+/// A node of the workflow and its pod's identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Node {
+    pub template: Template,
+    pub index: usize,
+}
+
+impl Node {
+    pub fn node_id(&self) -> String {
+        format!("{WORKFLOW}-{}", 100 * (self.index + 1))
+    }
+
+    pub fn pod_name(&self) -> String {
+        let template = match self.template {
+            Template::Container => "main",
+            Template::Resource => "apply",
+        };
+        format!("{WORKFLOW}-{template}-{}", 100 * (self.index + 1))
+    }
+
+    pub fn pod_uid(&self) -> String {
+        format!("pod-uid-{}", self.index + 1)
+    }
+
+    pub fn key(&self) -> ResultKey {
+        ResultKey {
+            namespace: NAMESPACE.into(),
+            workflow: WORKFLOW.into(),
+            workflow_uid: WORKFLOW_UID.into(),
+            node_id: self.node_id(),
+        }
+    }
+
+    /// The report this node's pod sends at `step`, given `main`'s exit code by then.
+    pub fn report(&self, step: Step, main_code: Option<i32>) -> Report {
+        let mut report = Report {
+            pod_name: self.pod_name(),
+            pod_uid: self.pod_uid(),
+            instance_id: None,
+            sequence: Some(1),
+            is_final: false,
+            outputs: None,
+            progress: None,
+            phase: None,
+            message: None,
+        };
+        match (step, self.template) {
+            (Step::First, Template::Container) => report.progress = Some("1/2".into()),
+            (Step::First, Template::Resource) => {
+                report.outputs =
+                    Some(r#"{"parameters":[{"name":"job-uid","value":"8a7c"}]}"#.into());
+            }
+            _ => {
+                let code = main_code.unwrap_or(1);
+                let outputs = match self.template {
+                    Template::Container => format!(
+                        r#"{{"parameters":[{{"name":"rows","value":"42"}}],"exitCode":"{code}"}}"#
+                    ),
+                    Template::Resource => format!(
+                        r#"{{"artifacts":[{{"name":"main-logs","s3":{{"key":"wf/main.log"}}}}],"exitCode":"{code}"}}"#
+                    ),
+                };
+                report.sequence = Some(2);
+                report.is_final = true;
+                report.outputs = Some(outputs);
+                report.phase = Some(if code == 0 { "Succeeded" } else { "Failed" }.into());
+            }
+        }
+        report
+    }
+}

@@ -1,0 +1,166 @@
+//! What must hold of the results protocol in every state the checker reaches (`always`),
+//! and at the end of every run (`eventually`: every run of this world ends, so a hang is a
+//! final state in which a node whose pod ended has no decision).
+
+use std::collections::BTreeMap;
+
+use argo_results_client::controller::Decision;
+use argo_results_proto::ResultState;
+use argo_results_rules::{Report, Row};
+use serde_json::value::RawValue;
+use stateright::Property;
+
+use super::pod::WORKFLOW_UID;
+use super::{Results, World};
+
+pub const ACKNOWLEDGED_NEVER_LOST: &str = "acknowledged-never-lost";
+pub const SUCCEEDED_HAS_ITS_OUTPUTS: &str = "succeeded-has-its-outputs";
+pub const STALE_NEVER_OVERWRITES: &str = "stale-never-overwrites";
+pub const POD_WRITES_ONLY_ITS_NODE: &str = "pod-writes-only-its-node";
+pub const DECIDES_ONLY_ON_COMMITTED: &str = "decides-only-on-committed";
+pub const RESTORE_NOTICED: &str = "restore-noticed-never-skipped";
+pub const NO_HANG_AFTER_POD_ENDS: &str = "no-hang-after-pod-ends";
+pub const FINAL_REACHES_CONTROLLER: &str = "acknowledged-final-reaches-controller";
+
+pub fn all() -> Vec<Property<Results>> {
+    vec![
+        Property::always(ACKNOWLEDGED_NEVER_LOST, |model: &Results, world: &World| {
+            model.nodes.iter().enumerate().all(|(i, node)| {
+                world.controller.collected
+                    || reflects(
+                        world.server.store.rows.get(&node.node_id()),
+                        &world.ghost.acked[i],
+                    )
+            })
+        }),
+        Property::always(SUCCEEDED_HAS_ITS_OUTPUTS, |_: &Results, world: &World| {
+            world
+                .controller
+                .decided
+                .iter()
+                .enumerate()
+                .all(|(i, decided)| match decided {
+                    Some(Decision::Succeeded { outputs }) => world.ghost.acked[i]
+                        .iter()
+                        .all(|report| contains(outputs.as_deref(), report.outputs.as_deref())),
+                    _ => true,
+                })
+        }),
+        Property::always(STALE_NEVER_OVERWRITES, |_: &Results, world: &World| {
+            world.ghost.overwrite.is_none()
+        }),
+        Property::always(
+            POD_WRITES_ONLY_ITS_NODE,
+            |model: &Results, world: &World| {
+                model.nodes.iter().all(|node| {
+                    world
+                        .server
+                        .store
+                        .rows
+                        .get(&node.node_id())
+                        .and_then(|row| row.pod_uid.as_deref())
+                        .is_none_or(|uid| uid == node.pod_uid())
+                })
+            },
+        ),
+        Property::always(DECIDES_ONLY_ON_COMMITTED, |_: &Results, world: &World| {
+            world
+                .controller
+                .decided
+                .iter()
+                .enumerate()
+                .all(|(i, decided)| match outputs_of(decided) {
+                    Some(outputs) => world.ghost.completed[i].contains(outputs),
+                    None => true,
+                })
+        }),
+        Property::always(RESTORE_NOTICED, |model: &Results, world: &World| {
+            !caught_up(model, world)
+                || model
+                    .nodes
+                    .iter()
+                    .all(|node| agrees(world, &node.node_id()))
+        }),
+        Property::eventually(NO_HANG_AFTER_POD_ENDS, |_: &Results, world: &World| {
+            finished(world)
+        }),
+        Property::eventually(FINAL_REACHES_CONTROLLER, |_: &Results, world: &World| {
+            finished(world)
+                && (0..world.pods.len()).all(|i| {
+                    !world.ghost.final_acked[i]
+                        || outputs_of(&world.controller.decided[i]).is_some()
+                })
+        }),
+    ]
+}
+
+/// Every pod ended and every node is decided: the run is over. Once true, it stays true.
+fn finished(world: &World) -> bool {
+    world.pods.iter().all(|pod| pod.over()) && world.controller.decided.iter().all(Option::is_some)
+}
+
+/// The outputs a decision takes from a completed result.
+fn outputs_of(decision: &Option<Decision>) -> Option<&Option<String>> {
+    match decision {
+        Some(
+            Decision::Succeeded { outputs }
+            | Decision::Failed { outputs, .. }
+            | Decision::Error { outputs, .. },
+        ) => Some(outputs),
+        _ => None,
+    }
+}
+
+/// The stored row still carries every acknowledged report: the same pod, a sequence no
+/// lower, `completed` once a final one was, and each output the reports sent.
+pub fn reflects(row: Option<&Row>, acked: &[Report]) -> bool {
+    acked.iter().all(|report| {
+        row.is_some_and(|row| {
+            row.pod_uid.as_deref() == Some(report.pod_uid.as_str())
+                && row.sequence >= report.sequence
+                && (!report.is_final || row.state == ResultState::Completed)
+                && contains(row.outputs.as_deref(), report.outputs.as_deref())
+        })
+    })
+}
+
+/// Every top-level output `patch` sets is in `outputs` with the same text: the store keeps
+/// each top-level value byte-exact, so a merged value is the value sent.
+fn contains(outputs: Option<&str>, patch: Option<&str>) -> bool {
+    let Some(patch) = patch else { return true };
+    let have: BTreeMap<String, &RawValue> = match outputs {
+        Some(text) => serde_json::from_str(text).expect("outputs are a JSON object"),
+        None => BTreeMap::new(),
+    };
+    let sent: BTreeMap<String, &RawValue> =
+        serde_json::from_str(patch).expect("outputs are a JSON object");
+    sent.iter()
+        .all(|(key, value)| have.get(key).is_some_and(|v| v.get() == value.get()))
+}
+
+/// The controller has read all there is, as far as the feed tells it: a read now would
+/// change nothing it knows.
+fn caught_up(model: &Results, world: &World) -> bool {
+    let mut known = world.controller.known.clone();
+    !model.read_feed(&world.server.store, &mut known)
+}
+
+/// What the controller knows of a node is what the store holds of it.
+fn agrees(world: &World, node_id: &str) -> bool {
+    if world.controller.collected {
+        return true;
+    }
+    let known = world.controller.known.result(WORKFLOW_UID, node_id);
+    let stored = world.server.store.rows.get(node_id);
+    match (known, stored) {
+        (None, None) => true,
+        (Some(known), Some(row)) => {
+            known.revision == row.revision
+                && known.state == row.state
+                && known.outputs.as_ref().map(|raw| raw.get()) == row.outputs.as_deref()
+        }
+        // A row the controller has not heard of yet: it was registered elsewhere, which
+        // this model's controller never does.
+        _ => false,
+    }
+}

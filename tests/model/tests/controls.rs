@@ -1,0 +1,157 @@
+//! Negative controls: the product with one rule broken on purpose, here and nowhere else.
+//! The checker must reject each with a counterexample; one that could not fail would
+//! prove nothing. Each prints `control <name>: caught <property>, counterexample of <K>
+//! steps`, then the counterexample.
+
+use argo_results_client::controller::PodPhase;
+use argo_results_model::check::control;
+use argo_results_model::cron::{self, Cron, EVERY_DUE_TICK_RUNS, ONE_LIVE_HOLDER};
+use argo_results_model::results::{
+    ACKNOWLEDGED_NEVER_LOST, Config, Hooks, NO_HANG_AFTER_POD_ENDS, PodView, RESTORE_NOTICED,
+    Results, SUCCEEDED_HAS_ITS_OUTPUTS, Template,
+};
+use argo_results_model::trace::{Narrate, render};
+use argo_results_proto::ClaimState;
+use argo_results_rules::claim::{ClaimDecision, ClaimRow};
+use argo_results_rules::feed::FeedBounds;
+use argo_results_rules::{NewClaim, Refusal};
+use stateright::Model;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Checks `model` until `property` fails, and prints the counterexample.
+fn caught<M>(name: &str, model: M, property: &'static str)
+where
+    M: Model + Narrate + Clone + Send + Sync + 'static,
+    M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync,
+    M::Action: Clone + std::fmt::Debug + PartialEq,
+{
+    let path = control(name, model.clone(), property)
+        .unwrap_or_else(|| panic!("control {name}: {property} was never broken"));
+    println!("{}", render(&model, &path));
+}
+
+fn results(config: Config, hooks: Hooks) -> Results {
+    Results::new(config, hooks)
+}
+
+/// The change set as first written settled a node only where v4.1.2 gives up on a task
+/// result: the pod is gone (the missing-pod loop), or `wait` exited non-zero or the pod
+/// was evicted (`assessNodeStatus`). A pod that ended otherwise waited forever.
+#[test]
+fn hang_terminal_pod_unsettled() {
+    let hooks = Hooks {
+        settles: |view: &PodView| view.phase == PodPhase::Gone || view.wait_failed || view.evicted,
+        ..Hooks::product()
+    };
+    caught(
+        "hang-terminal-pod-unsettled",
+        results(Config::every_fault(Template::Container), hooks),
+        NO_HANG_AFTER_POD_ENDS,
+    );
+}
+
+/// A server that answers a report when it receives it, before its transaction commits.
+#[test]
+fn ack_before_commit() {
+    let hooks = Hooks {
+        ack_before_commit: true,
+        ..Hooks::product()
+    };
+    caught(
+        "ack-before-commit",
+        results(Config::every_fault(Template::Container), hooks),
+        ACKNOWLEDGED_NEVER_LOST,
+    );
+}
+
+/// A merge that replaces the stored outputs with the patch instead of merging into them.
+#[test]
+fn merge_replaces_outputs() {
+    let hooks = Hooks {
+        before_report: |row, report| {
+            if report.outputs.is_some() {
+                row.outputs = None;
+            }
+        },
+        ..Hooks::product()
+    };
+    caught(
+        "merge-replaces-outputs",
+        results(Config::every_fault(Template::Resource), hooks),
+        SUCCEEDED_HAS_ITS_OUTPUTS,
+    );
+}
+
+/// The feed's rule before the model found it wanting: a reader ahead of the head is
+/// answered as if it were at the head, and no epoch is compared.
+fn trusts_position_ahead(
+    since: i64,
+    _epoch: Option<&str>,
+    read: &FeedBounds,
+) -> Result<i64, Refusal> {
+    let mut kept = read.clone();
+    kept.head = kept.head.max(since);
+    argo_results_rules::feed::next_since(since, None, &kept)
+}
+
+#[test]
+fn follower_trusts_position_ahead() {
+    let hooks = Hooks {
+        feed_rule: trusts_position_ahead,
+        ..Hooks::product()
+    };
+    caught(
+        "follower-trusts-position-ahead",
+        results(Config::every_fault(Template::Container), hooks),
+        RESTORE_NOTICED,
+    );
+}
+
+/// A claim that takes a tick over while its holder's lease still runs.
+fn claim_ignoring_lease(
+    current: Option<&ClaimRow>,
+    new: &NewClaim,
+    claim_id: &str,
+    now: i64,
+) -> ClaimDecision {
+    match current {
+        Some(row) if row.state == ClaimState::Claimed => ClaimDecision::TakeOver(ClaimRow {
+            claim_id: claim_id.to_owned(),
+            claimed_at: now,
+            lease_expires_at: now + new.lease_millis,
+            takeovers: row.takeovers + 1,
+            ..row.clone()
+        }),
+        _ => argo_results_rules::claim::claim(current, new, claim_id, now),
+    }
+}
+
+#[test]
+fn claim_ignores_lease() {
+    let hooks = cron::Hooks {
+        claim: claim_ignoring_lease,
+        ..cron::Hooks::product()
+    };
+    caught(
+        "claim-ignores-lease",
+        Cron::new(cron::Config::ci(), hooks),
+        ONE_LIVE_HOLDER,
+    );
+}
+
+/// Argo's cron scheduler as it is: a tick refused as held (`Tick::Held`) is never tried
+/// again, so a holder that died inside its lease drops it.
+#[test]
+fn held_tick_dropped() {
+    let hooks = cron::Hooks {
+        retry_held: false,
+        ..cron::Hooks::product()
+    };
+    caught(
+        "held-tick-dropped",
+        Cron::new(cron::Config::ci(), hooks),
+        EVERY_DUE_TICK_RUNS,
+    );
+}
