@@ -35,37 +35,52 @@ type Config struct {
 	CAFile string
 	// Retry retries transient failures; nil makes one attempt.
 	Retry *RetryPolicy
-	// OnRetry, when set, is told of each transient failure and the wait before the next
-	// attempt.
-	OnRetry func(err error, wait time.Duration)
+	// OnRetry, when set, is told of each transient failure: the attempt that failed
+	// (1, 2, ...) and the wait before the next.
+	OnRetry func(attempt int, err error, wait time.Duration)
+	// HTTPClient, when set, sends every request as it is: its transport (Argo wraps its
+	// clients' for tracing, metrics and logging) decides TLS, and CAFile is not used.
+	HTTPClient *http.Client
+	// UserAgent of every request; empty: "argo-results-go".
+	UserAgent string
 }
 
 // Client calls one argo-results server. It is safe for concurrent use.
 type Client struct {
-	http    *http.Client
-	base    string
-	token   TokenSource
-	retry   *RetryPolicy
-	onRetry func(error, time.Duration)
+	http      *http.Client
+	base      string
+	token     TokenSource
+	retry     *RetryPolicy
+	onRetry   func(int, error, time.Duration)
+	userAgent string
 }
 
 // New builds a client; it fails only on a CA file it cannot use.
 func New(config Config) (*Client, error) {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.DialContext = (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext
-	if config.CAFile != "" {
-		roots, err := caPool(config.CAFile)
-		if err != nil {
-			return nil, err
+	httpClient := config.HTTPClient
+	if httpClient == nil {
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.DialContext = (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext
+		if config.CAFile != "" {
+			roots, err := caPool(config.CAFile)
+			if err != nil {
+				return nil, err
+			}
+			transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		}
-		transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		httpClient = &http.Client{Transport: transport}
+	}
+	userAgent := config.UserAgent
+	if userAgent == "" {
+		userAgent = "argo-results-go"
 	}
 	return &Client{
-		http:    &http.Client{Transport: transport},
-		base:    strings.TrimRight(config.URL, "/"),
-		token:   config.Token,
-		retry:   config.Retry,
-		onRetry: config.OnRetry,
+		http:      httpClient,
+		base:      strings.TrimRight(config.URL, "/"),
+		token:     config.Token,
+		retry:     config.Retry,
+		onRetry:   config.OnRetry,
+		userAgent: userAgent,
 	}, nil
 }
 
@@ -117,7 +132,7 @@ func (c *Client) call(ctx context.Context, req request, out any) (int, error) {
 			return status, &GaveUpError{Attempts: attempts, Last: err}
 		}
 		if c.onRetry != nil {
-			c.onRetry(err, wait)
+			c.onRetry(attempts, err, wait)
 		}
 		if stop := sleep(ctx, wait); stop != nil {
 			return status, fmt.Errorf("waiting to retry after %v: %w", err, stop)
@@ -147,6 +162,7 @@ func (c *Client) attempt(ctx context.Context, req request, out any) (int, time.D
 		httpReq.URL.RawQuery = query.Encode()
 	}
 	httpReq.Header.Set("Accept", "application/json")
+	httpReq.Header.Set("User-Agent", c.userAgent)
 	if req.body != nil {
 		httpReq.Header.Set("Content-Type", "application/json")
 	}

@@ -102,6 +102,25 @@ func RunTick(ctx context.Context, client *Client, namespace, cronWorkflow string
 	return FinishTick(ctx, client, namespace, cronWorkflow, claim, submit)
 }
 
+// RunTickUntilSettled is RunTick for a scheduler that must not drop a tick: a tick held by
+// a claim that is not settled yet (TickHeld with a RetryAfter) is claimed again once that
+// lease has run out, and taken over if its holder died meanwhile. It returns when the
+// tick is settled (by this controller, TickSettled, or by another, TickHeld with no
+// RetryAfter), when it was taken over from this controller (TickLeaseLost), on an error,
+// or when ctx ends. Run it in a goroutine of its own per tick: the wait can be a lease
+// long.
+func RunTickUntilSettled(ctx context.Context, client *Client, namespace, cronWorkflow string, request *ClaimRequest, submit SubmitFunc) (*Tick, error) {
+	for {
+		tick, err := RunTick(ctx, client, namespace, cronWorkflow, request, submit)
+		if err != nil || tick.Outcome != TickHeld || tick.RetryAfter == 0 {
+			return tick, err
+		}
+		if err := sleep(ctx, tick.RetryAfter); err != nil {
+			return tick, err
+		}
+	}
+}
+
 // FinishTick runs submit for a claim this controller holds (the 201 of a claim) and
 // settles.
 func FinishTick(ctx context.Context, client *Client, namespace, cronWorkflow string, claim *Claim, submit SubmitFunc) (*Tick, error) {

@@ -108,3 +108,42 @@ func TestCronTakeover(t *testing.T) {
 		}
 	})
 }
+
+// The scheduler's side of a held tick: a leader that dies inside its lease does not drop
+// the tick, because the next leader claims it again once the lease ran out.
+func TestAHeldTickIsRunOnceItsDeadLeadersLeaseEnds(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		ctx := testContext(t)
+		admin := s.admin()
+		request := ClaimRequest{
+			CronWorkflowUID: "hourly-uid", ScheduledTime: "2026-11-29T18:00:00Z",
+			WorkflowName: "hourly-1795975200", LeaseSeconds: 5,
+		}
+		// The leader claims and creates the workflow, then dies before it settles.
+		if _, err := admin.Claim(ctx, testNamespace, "hourly", &request); err != nil {
+			t.Fatal(err)
+		}
+		var submitted []bool
+		submit := func(_ context.Context, claim *Claim) (Submission, error) {
+			submitted = append(submitted, claim.TakenOver)
+			return AlreadyExisted("wf-uid-hourly"), nil
+		}
+		started := time.Now()
+		tick, err := RunTickUntilSettled(ctx, admin, testNamespace, "hourly", &request, submit)
+		if err != nil || tick.Outcome != TickSettled || deref(tick.Claim.WorkflowUID) != "wf-uid-hourly" {
+			t.Fatalf("the held tick: %+v, %v", tick, err)
+		}
+		if len(submitted) != 1 || !submitted[0] {
+			t.Errorf("the step ran %v times (taken over: %v); want once, on the takeover", len(submitted), submitted)
+		}
+		if waited := time.Since(started); waited < 4*time.Second {
+			t.Errorf("taken over after %v, inside the dead leader's 5 s lease", waited)
+		}
+		// Settled by another: the next try returns at once.
+		again, err := RunTickUntilSettled(ctx, admin, testNamespace, "hourly", &request, submit)
+		if err != nil || again.Outcome != TickHeld || again.RetryAfter != 0 || len(submitted) != 1 {
+			t.Errorf("a settled tick: %+v, %v", again, err)
+		}
+	})
+}

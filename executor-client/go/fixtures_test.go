@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-	"time"
 )
 
 // A workflow's steps as Argo names them: node <workflow>-<n>, v2 pod
@@ -35,9 +34,9 @@ func (w WorkflowRef) step(n int) step {
 	}
 }
 
-// reporter is the step's wait container reporting to s until deadline: its token file
-// (minted by writeToken), a sequence file of its own, the namespace from the token.
-func (s *testServer) reporter(st step, deadline time.Time) (*Reporter, string) {
+// reporter is the step's wait container reporting to s: its token file (minted by
+// writeToken), a sequence file of its own, the namespace from the token.
+func (s *testServer) reporter(st step) (*Reporter, string) {
 	s.t.Helper()
 	dir := s.t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
@@ -46,7 +45,7 @@ func (s *testServer) reporter(st step, deadline time.Time) (*Reporter, string) {
 		URL: s.url, TokenFile: tokenFile,
 		Workflow: st.workflow.Name, WorkflowUID: st.workflow.UID, NodeID: st.nodeID,
 		PodName: st.podName, PodUID: st.podUID,
-		Deadline: deadline, SequenceFile: filepath.Join(dir, SequenceFileName),
+		SequenceFile: filepath.Join(dir, SequenceFileName),
 	})
 	if err != nil {
 		s.t.Fatal(err)
@@ -102,5 +101,3 @@ func sameJSON(t *testing.T, a, b json.RawMessage) bool {
 func writeFile(path, text string) error {
 	return os.WriteFile(path, []byte(text), 0o600)
 }
-
-func ptr[T any](value T) *T { return &value }

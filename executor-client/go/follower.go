@@ -2,7 +2,9 @@ package argoresults
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -16,26 +18,62 @@ import (
 // runs [Follower.Run].
 type Follower struct {
 	client *Client
-	mu     sync.Mutex
-	known  *known
+	// namespace whose feed is read; empty: every namespace's.
+	namespace string
+	mu        sync.Mutex
+	known     *known
+}
+
+// FollowerOptions say what a [Follower] follows.
+type FollowerOptions struct {
+	// Namespace, when set, is the only namespace whose changes are read (the controller
+	// of a namespaced install, whose role reads results there only); empty: every
+	// namespace (a cluster-wide controller).
+	Namespace string
 }
 
 // NewFollower follows the feed from since (0: the oldest retained change) for the
 // workflows whose pods it registers from now on.
-func NewFollower(client *Client, since int64) *Follower {
-	return &Follower{client: client, known: newKnown(since)}
+func NewFollower(client *Client, since int64, options FollowerOptions) *Follower {
+	return &Follower{client: client, namespace: options.Namespace, known: newKnown(since)}
 }
 
 // ResumeFollower starts a follower with no memory, told the workflows in flight (the
 // controller's Workflow informer lists them): each is listed, every page, and the feed is
 // followed on from the lowest revision listed, so it reaches the decisions of a follower
-// that never stopped.
-func ResumeFollower(ctx context.Context, client *Client, workflows []WorkflowRef) (*Follower, error) {
+// that never stopped. With no workflow in flight it starts at the store's head: there is
+// nothing behind it to replay.
+func ResumeFollower(ctx context.Context, client *Client, workflows []WorkflowRef, options FollowerOptions) (*Follower, error) {
 	listings, err := list(ctx, client, workflows)
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	return &Follower{client: client, known: resumed(listings)}, nil
+	k := resumed(listings)
+	if len(workflows) == 0 {
+		revision, epoch, err := head(ctx, client, options.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("resume at the head: %w", err)
+		}
+		k.since, k.epoch = revision, epoch
+	}
+	return &Follower{client: client, namespace: options.Namespace, known: k}, nil
+}
+
+// head is the store's newest revision and its epoch: a position past any revision is
+// answered 410 gone with them (docs/api.md section 4).
+func head(ctx context.Context, client *Client, namespace string) (int64, string, error) {
+	_, err := client.Feed(ctx, FeedOptions{Since: math.MaxInt64, Namespace: namespace, Limit: 1})
+	if CodeOf(err) != CodeGone {
+		if err == nil {
+			err = errors.New("the feed answered a position past any revision")
+		}
+		return 0, "", err
+	}
+	problem := ProblemOf(err)
+	if problem.Revision == nil {
+		return 0, "", fmt.Errorf("410 gone without the current revision: %w", err)
+	}
+	return *problem.Revision, problem.Epoch, nil
 }
 
 // list reads every page of each workflow's results.
@@ -94,7 +132,7 @@ func (f *Follower) Follow(ctx context.Context, wait time.Duration) ([]WorkflowRe
 	f.mu.Lock()
 	epoch := f.known.epoch
 	f.mu.Unlock()
-	page, err := f.client.Feed(ctx, FeedOptions{Since: since, Epoch: epoch, Watch: wait > 0, Timeout: wait})
+	page, err := f.client.Feed(ctx, FeedOptions{Since: since, Epoch: epoch, Namespace: f.namespace, Watch: wait > 0, Timeout: wait})
 	if CodeOf(err) == CodeGone {
 		return f.relist(ctx, err)
 	}
@@ -198,8 +236,21 @@ func (f *Follower) Settle(ctx context.Context, workflow WorkflowRef, nodeID stri
 	return decision, nil
 }
 
-// Forget stops following a workflow and drops what is known of it: call it once the
-// controller garbage collected the workflow (and [Client.DeleteResults] its results).
+// Delete deletes every result of a workflow (DELETE .../results?workflowUid=) and stops
+// following it: call it once the controller garbage collected a Fulfilled workflow, or
+// when the workflow was deleted, running or not (the informer's delete event), so that no
+// row of it waits for retention. It returns how many results were deleted.
+func (f *Follower) Delete(ctx context.Context, workflow WorkflowRef) (uint64, error) {
+	deleted, err := f.client.DeleteResults(ctx, workflow.Namespace, workflow.Name, workflow.UID)
+	if err != nil {
+		return 0, fmt.Errorf("delete the results of %s/%s: %w", workflow.Namespace, workflow.Name, err)
+	}
+	f.Forget(workflow.UID)
+	return deleted, nil
+}
+
+// Forget stops following a workflow and drops what is known of it, without deleting its
+// results ([Follower.Delete] does both).
 func (f *Follower) Forget(workflowUID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 // finish reports a step's final result from its pod.
 func (s *testServer) finish(st step, final FinalReport) *NodeResult {
 	s.t.Helper()
-	r, _ := s.reporter(st, time.Time{})
+	r, _ := s.reporter(st)
 	result, err := r.Finalize(testContext(s.t), final)
 	if err != nil {
 		s.t.Fatalf("final report of %s: %v", st.nodeID, err)
@@ -54,12 +54,12 @@ func TestFollower(t *testing.T) {
 	onBackends(t, func(t *testing.T, b backend) {
 		s := startServer(t, b, "--require-expectation")
 		ctx := testContext(t)
-		f := NewFollower(s.admin(), 0)
+		f := NewFollower(s.admin(), 0, FollowerOptions{})
 		wf := testWorkflow("follow")
 		done, lost, running := wf.step(1), wf.step(2), wf.step(3)
 
 		// Not registered: the pod may not report, and nothing is stored.
-		early, _ := s.reporter(done, time.Time{})
+		early, _ := s.reporter(done)
 		if err := early.Start(ctx); CodeOf(err) != CodeNotExpected {
 			t.Fatalf("a report before registration: %v, want not_expected", err)
 		}
@@ -86,7 +86,7 @@ func TestFollower(t *testing.T) {
 		}()
 		time.Sleep(300 * time.Millisecond)
 		start := time.Now()
-		s.finish(done, FinalReport{Outputs: json.RawMessage(`{"parameters":[{"name":"n","value":"1"}]}`), Phase: "Succeeded", ExitCode: ptr(0)})
+		s.finish(done, FinalReport{Outputs: json.RawMessage(`{"parameters":[{"name":"n","value":"1"}]}`), Phase: "Succeeded", ExitCodes: map[string]int{"main": 0}})
 		select {
 		case got := <-woke:
 			if got.err != nil || !slices.Equal(got.changed, []WorkflowRef{wf}) {
@@ -126,9 +126,9 @@ func TestFollower(t *testing.T) {
 		}
 
 		// A restarted follower, told the workflows in flight, decides as this one does.
-		s.finish(running, FinalReport{Phase: "Failed", Message: "OOMKilled", ExitCode: ptr(137)})
+		s.finish(running, FinalReport{Phase: "Failed", Message: "OOMKilled", ExitCodes: map[string]int{"main": 137}})
 		followAll(t, f)
-		resumed, err := ResumeFollower(ctx, s.admin(), []WorkflowRef{wf})
+		resumed, err := ResumeFollower(ctx, s.admin(), []WorkflowRef{wf}, FollowerOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestFollowerRelistsWhenTheHistoryIsGone(t *testing.T) {
 		s := startServer(t, b, "--feed-retention", "1s", "--retention-every", "100ms")
 		ctx := testContext(t)
 		admin := s.admin()
-		f := NewFollower(admin, 0)
+		f := NewFollower(admin, 0, FollowerOptions{})
 		wf := testWorkflow("relist")
 		first, second := wf.step(1), wf.step(2)
 		register(t, f, first, first.podUID)
@@ -237,6 +237,73 @@ func TestFollowerRelistsWhenTheHistoryIsGone(t *testing.T) {
 		followAll(t, f)
 		if d := f.Decide(wf.UID, third.nodeID, PodSucceeded); d.Verdict != Succeeded {
 			t.Errorf("a change after the re-list: %s", d.Verdict)
+		}
+	})
+}
+
+// A workflow deleted while it runs (the informer's delete event): its rows are deleted,
+// it is followed no more, and its pod's late report finds nothing to write.
+func TestAWorkflowDeletedWhileRunning(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b, "--require-expectation")
+		ctx := testContext(t)
+		f := NewFollower(s.admin(), 0, FollowerOptions{})
+		wf := testWorkflow("deleted")
+		running := wf.step(1)
+		register(t, f, running, running.podUID)
+		r, _ := s.reporter(running)
+		if err := r.Progress(ctx, "1/2"); err != nil {
+			t.Fatal(err)
+		}
+		followAll(t, f)
+		deleted, err := f.Delete(ctx, wf)
+		if err != nil || deleted != 1 {
+			t.Fatalf("delete: %d, %v", deleted, err)
+		}
+		if results := f.Results(wf.UID); len(results) != 0 {
+			t.Errorf("a deleted workflow is still known: %v", results)
+		}
+		listed, err := s.admin().ListResults(ctx, wf.Namespace, wf.Name, ListOptions{WorkflowUID: wf.UID})
+		if err != nil || len(listed.Items) != 0 {
+			t.Errorf("rows left: %v, %v", listed, err)
+		}
+		if _, err := r.Finalize(ctx, FinalReport{Phase: "Succeeded"}); CodeOf(err) != CodeNotExpected {
+			t.Errorf("the deleted workflow's late report: %v; want not_expected", err)
+		}
+		followAll(t, f)
+		if results := f.Results(wf.UID); len(results) != 0 {
+			t.Errorf("the tombstones brought it back: %v", results)
+		}
+	})
+}
+
+// A controller restarted with nothing in flight reads on from the head, not from the
+// oldest change retained; a namespaced install's reads its own namespace's changes only.
+func TestAResumeWithNothingInFlightStartsAtTheHead(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		ctx := testContext(t)
+		admin := s.admin()
+		wf := testWorkflow("history")
+		for i := 1; i <= 3; i++ {
+			register(t, NewFollower(admin, 0, FollowerOptions{}), wf.step(i), wf.step(i).podUID)
+		}
+		f, err := ResumeFollower(ctx, admin, nil, FollowerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Since() != 3 {
+			t.Errorf("resumed at %d; want the head, 3", f.Since())
+		}
+		if changed := followAll(t, f); len(changed) != 0 {
+			t.Errorf("the history was replayed: %v", changed)
+		}
+
+		elsewhere := NewFollower(admin, 0, FollowerOptions{Namespace: "elsewhere"})
+		register(t, elsewhere, wf.step(4), wf.step(4).podUID)
+		// It reads on past the changes it does not see.
+		if changed := followAll(t, elsewhere); len(changed) != 0 || elsewhere.Since() != 4 {
+			t.Errorf("another namespace's changes: %v, since %d", changed, elsewhere.Since())
 		}
 	})
 }

@@ -7,9 +7,6 @@ import (
 	"strings"
 )
 
-// resultKey is one workflow incarnation's node.
-type resultKey struct{ workflowUID, nodeID string }
-
 // listing is every page of one workflow's results.
 type listing struct {
 	workflow WorkflowRef
@@ -23,16 +20,18 @@ type listing struct {
 type known struct {
 	// since: the feed is read from here on, in the store's epoch (empty until a page or
 	// listing said).
-	since   int64
-	epoch   string
-	results map[resultKey]NodeResult
+	since int64
+	epoch string
+	// results by workflow UID, then node ID: a workflow's results cost what it holds to
+	// read, however many others are followed.
+	results map[string]map[string]NodeResult
 	// workflows followed, by UID: the feed's changes to others are not kept, and these are
 	// listed again when the feed's history is gone.
 	workflows map[string]WorkflowRef
 }
 
 func newKnown(since int64) *known {
-	return &known{since: since, results: map[resultKey]NodeResult{}, workflows: map[string]WorkflowRef{}}
+	return &known{since: since, results: map[string]map[string]NodeResult{}, workflows: map[string]WorkflowRef{}}
 }
 
 // resumed is a follower started with no memory, from the listings of the workflows in
@@ -82,18 +81,18 @@ func (k *known) relisted(current int64, epoch string, listings []listing) int {
 	}
 	k.since = since
 	k.epoch = epoch
-	return len(k.results)
+	count := 0
+	for _, nodes := range k.results {
+		count += len(nodes)
+	}
+	return count
 }
 
 // listed replaces what is known of a workflow with its listing and follows it; it returns
 // the lowest page revision, after which the feed has every change. The first epoch a
 // listing names is kept when none was known.
 func (k *known) listed(l listing) int64 {
-	for key := range k.results {
-		if key.workflowUID == l.workflow.UID {
-			delete(k.results, key)
-		}
-	}
+	delete(k.results, l.workflow.UID)
 	lowest := int64(math.MaxInt64)
 	for _, page := range l.pages {
 		lowest = min(lowest, page.Revision)
@@ -101,7 +100,7 @@ func (k *known) listed(l listing) int64 {
 			k.epoch = page.Epoch
 		}
 		for _, result := range page.Items {
-			k.results[resultKey{result.WorkflowUID, result.NodeID}] = result
+			k.store(result)
 		}
 	}
 	k.workflows[l.workflow.UID] = l.workflow
@@ -113,11 +112,20 @@ func (k *known) remember(result NodeResult) {
 	if _, ok := k.workflows[result.WorkflowUID]; !ok {
 		return
 	}
-	key := resultKey{result.WorkflowUID, result.NodeID}
-	if stored, ok := k.results[key]; ok && stored.Revision >= result.Revision {
+	if stored, ok := k.result(result.WorkflowUID, result.NodeID); ok && stored.Revision >= result.Revision {
 		return
 	}
-	k.results[key] = result
+	k.store(result)
+}
+
+// store keeps result under its workflow and node.
+func (k *known) store(result NodeResult) {
+	nodes, ok := k.results[result.WorkflowUID]
+	if !ok {
+		nodes = map[string]NodeResult{}
+		k.results[result.WorkflowUID] = nodes
+	}
+	nodes[result.NodeID] = result
 }
 
 // apply applies one change of the feed. A tombstone removes only what is older than
@@ -127,9 +135,8 @@ func (k *known) apply(item FeedItem) {
 		k.remember(*item.Result)
 		return
 	}
-	key := resultKey{item.WorkflowUID, item.NodeID}
-	if stored, ok := k.results[key]; ok && stored.Revision < item.Revision {
-		delete(k.results, key)
+	if stored, ok := k.result(item.WorkflowUID, item.NodeID); ok && stored.Revision < item.Revision {
+		delete(k.results[item.WorkflowUID], item.NodeID)
 	}
 }
 
@@ -188,26 +195,21 @@ func frozen(result *NodeResult, err error) (*NodeResult, error) {
 // forget stops following a workflow and drops what is known of it.
 func (k *known) forget(workflowUID string) {
 	delete(k.workflows, workflowUID)
-	for key := range k.results {
-		if key.workflowUID == workflowUID {
-			delete(k.results, key)
-		}
-	}
+	delete(k.results, workflowUID)
 }
 
 // resultsOf are the results known of one workflow, by node ID.
 func (k *known) resultsOf(workflowUID string) []NodeResult {
-	var results []NodeResult
-	for key, result := range k.results {
-		if key.workflowUID == workflowUID {
-			results = append(results, result)
-		}
+	nodes := k.results[workflowUID]
+	results := make([]NodeResult, 0, len(nodes))
+	for _, result := range nodes {
+		results = append(results, result)
 	}
 	slices.SortFunc(results, func(a, b NodeResult) int { return strings.Compare(a.NodeID, b.NodeID) })
 	return results
 }
 
 func (k *known) result(workflowUID, nodeID string) (NodeResult, bool) {
-	result, ok := k.results[resultKey{workflowUID, nodeID}]
+	result, ok := k.results[workflowUID][nodeID]
 	return result, ok
 }

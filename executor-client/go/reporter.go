@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"os"
 	"strings"
 	"time"
 )
@@ -13,6 +15,11 @@ import (
 // DefaultTokenFile is where the controller mounts the pod's projected token for
 // argo-results.
 const DefaultTokenFile = "/var/run/secrets/argo-results/token"
+
+// ServiceAccountNamespaceFile holds the pod's namespace, as Kubernetes mounts it with a
+// service-account token; argoexec finds its namespace there too (client-go's in-cluster
+// configuration).
+const ServiceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // ReporterConfig is a reporting container's identity and server. [ReporterConfigFromEnv]
 // reads it from the environment Argo gives its containers.
@@ -24,8 +31,8 @@ type ReporterConfig struct {
 	TokenFile string
 	// CAFile is a PEM CA trusted besides the system's (ARGO_RESULTS_CA_FILE).
 	CAFile string
-	// Namespace of the workflow (ARGO_NAMESPACE); empty: the token's
-	// kubernetes.io.namespace.
+	// Namespace of the workflow; empty: the token's kubernetes.io namespace, else
+	// ServiceAccountNamespaceFile's. Argo sets no variable for it.
 	Namespace   string
 	Workflow    string // ARGO_WORKFLOW_NAME
 	WorkflowUID string // ARGO_WORKFLOW_UID
@@ -33,26 +40,23 @@ type ReporterConfig struct {
 	PodName     string // ARGO_POD_NAME
 	PodUID      string // ARGO_POD_UID
 	InstanceID  string // ARGO_INSTANCE_ID, optional
-	// Deadline ends the retries of transient failures (ARGO_DEADLINE); the zero time,
-	// which Argo sets when the workflow has none, retries without end.
-	Deadline time.Time
 	// SequenceFile is the counter shared by the pod's reporting processes
 	// (ARGO_RESULTS_SEQUENCE_FILE); empty: DefaultSequenceFile(ArgoSequenceDir) when that
 	// directory exists, else the clock, which two processes may then share.
 	SequenceFile string
-	// Logger, when set, is told of retries and of progress the server did not store.
-	Logger *slog.Logger
+	// Logger is told of retries (every 20th attempt, as argoexec logs its own), of every
+	// report given up with its cause, and of progress the server did not store.
+	Logger Logger
+	// HTTPClient and UserAgent are those of [Config].
+	HTTPClient *http.Client
+	UserAgent  string
 }
 
 // ReporterConfigFromEnv reads a ReporterConfig from the variables Argo and the controller
 // set in a reporting container; getenv is os.Getenv, or a lookup in argoexec's
 // executor.Config. The URL, token file and CA file may be empty: URL "" means the pod does
 // not report to argo-results.
-func ReporterConfigFromEnv(getenv func(string) string) (ReporterConfig, error) {
-	deadline, err := ParseDeadline(getenv("ARGO_DEADLINE"))
-	if err != nil {
-		return ReporterConfig{}, err
-	}
+func ReporterConfigFromEnv(getenv func(string) string) ReporterConfig {
 	tokenFile := getenv("ARGO_RESULTS_TOKEN_FILE")
 	if tokenFile == "" {
 		tokenFile = DefaultTokenFile
@@ -61,46 +65,32 @@ func ReporterConfigFromEnv(getenv func(string) string) (ReporterConfig, error) {
 		URL:          getenv("ARGO_RESULTS_URL"),
 		TokenFile:    tokenFile,
 		CAFile:       getenv("ARGO_RESULTS_CA_FILE"),
-		Namespace:    getenv("ARGO_NAMESPACE"),
 		Workflow:     getenv("ARGO_WORKFLOW_NAME"),
 		WorkflowUID:  getenv("ARGO_WORKFLOW_UID"),
 		NodeID:       getenv("ARGO_NODE_ID"),
 		PodName:      getenv("ARGO_POD_NAME"),
 		PodUID:       getenv("ARGO_POD_UID"),
 		InstanceID:   getenv("ARGO_INSTANCE_ID"),
-		Deadline:     deadline,
 		SequenceFile: getenv("ARGO_RESULTS_SEQUENCE_FILE"),
-	}, nil
-}
-
-// ParseDeadline reads ARGO_DEADLINE (RFC 3339). Empty, or Go's zero time
-// 0001-01-01T00:00:00Z that Argo writes when the workflow has no deadline
-// (workflowpod.go getDeadline), gives the zero time: no deadline.
-func ParseDeadline(text string) (time.Time, error) {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return time.Time{}, nil
 	}
-	deadline, err := time.Parse(time.RFC3339Nano, text)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("ARGO_DEADLINE %q is not an RFC 3339 time: %w", text, err)
-	}
-	if deadline.IsZero() {
-		return time.Time{}, nil
-	}
-	return deadline, nil
 }
 
 // Reporter replaces argoexec's WorkflowTaskResult calls (workflow/executor/taskresult.go
 // and the executor's InitializeOutput, ReportOutputs, ReportOutputsLogs, FinalizeOutput)
 // with reports of the pod's node result. Every report takes a new sequence and is retried
-// with that same sequence on transient failures until the deadline, so a retry after a
-// lost answer is an idempotent replay.
+// with that same sequence on transient failures, so a retry after a lost answer is an
+// idempotent replay. Like argoexec's reporting, it pays no heed to ARGO_DEADLINE: the
+// outputs of a step killed at its deadline are still reported, and retries go on until
+// the context passed ends (argoexec reports on a context nothing cancels) or the pod is
+// deleted.
 type Reporter struct {
 	config    ReporterConfig
 	namespace string
 	client    *Client
 }
+
+// retryLogEvery is how often a retry is logged: argoexec logs every 20th attempt.
+const retryLogEvery = 20
 
 // NewReporter checks the identity and builds the reporter's client.
 func NewReporter(config ReporterConfig) (*Reporter, error) {
@@ -120,22 +110,21 @@ func NewReporter(config ReporterConfig) (*Reporter, error) {
 	if config.TokenFile == "" {
 		config.TokenFile = DefaultTokenFile
 	}
-	namespace := config.Namespace
-	if namespace == "" {
-		token, _ := TokenFile(config.TokenFile)()
-		var ok bool
-		if namespace, ok = TokenNamespace(token); !ok {
-			return nil, fmt.Errorf("argo-results reporter: no namespace: set ARGO_NAMESPACE, or mount a service-account token at %s", config.TokenFile)
-		}
+	namespace, err := reporterNamespace(config)
+	if err != nil {
+		return nil, err
 	}
 	client, err := New(Config{
-		URL:    config.URL,
-		Token:  TokenFile(config.TokenFile),
-		CAFile: config.CAFile,
-		Retry:  &RetryPolicy{Deadline: config.Deadline},
-		OnRetry: func(err error, wait time.Duration) {
-			if config.Logger != nil {
-				config.Logger.Warn("argo-results: retrying", "error", err, "wait", wait)
+		URL:        config.URL,
+		Token:      TokenFile(config.TokenFile),
+		CAFile:     config.CAFile,
+		Retry:      &RetryPolicy{},
+		HTTPClient: config.HTTPClient,
+		UserAgent:  config.UserAgent,
+		OnRetry: func(attempt int, err error, wait time.Duration) {
+			if attempt%retryLogEvery == 0 {
+				logTo(context.Background(), config.Logger, slog.LevelWarn, "argo-results: retrying a report",
+					map[string]any{"node": config.NodeID, "attempt": attempt, "error": err.Error(), "wait": wait.String()})
 			}
 		},
 	})
@@ -145,11 +134,27 @@ func NewReporter(config ReporterConfig) (*Reporter, error) {
 	return &Reporter{config: config, namespace: namespace, client: client}, nil
 }
 
+// reporterNamespace is the configured namespace, else the token's, else the service
+// account's.
+func reporterNamespace(config ReporterConfig) (string, error) {
+	if config.Namespace != "" {
+		return config.Namespace, nil
+	}
+	token, _ := TokenFile(config.TokenFile)()
+	if namespace, ok := TokenNamespace(token); ok {
+		return namespace, nil
+	}
+	if namespace, err := os.ReadFile(ServiceAccountNamespaceFile); err == nil && len(strings.TrimSpace(string(namespace))) > 0 {
+		return strings.TrimSpace(string(namespace)), nil
+	}
+	return "", fmt.Errorf("argo-results reporter: no namespace: neither the token at %s nor %s names one", config.TokenFile, ServiceAccountNamespaceFile)
+}
+
 // Start reports that the step started (argoexec's InitializeOutput): from then on the
 // node reads reporting.
 func (r *Reporter) Start(ctx context.Context) error {
 	_, err := r.report(ctx, ReportRequest{})
-	return r.progressOnly(err, "start")
+	return r.gaveUp(ctx, "start", r.progressOnly(err, "start"))
 }
 
 // Progress reports the step's progress, N/M (argoexec's monitorProgress). Like argoexec's
@@ -157,7 +162,7 @@ func (r *Reporter) Start(ctx context.Context) error {
 // completed, or a newer report is, is only logged: it returns nil.
 func (r *Reporter) Progress(ctx context.Context, progress string) error {
 	_, err := r.report(ctx, ReportRequest{Progress: progress})
-	return r.progressOnly(err, "progress "+progress)
+	return r.gaveUp(ctx, "progress", r.progressOnly(err, "progress "+progress))
 }
 
 // progressOnly: a report of no outputs refused because newer ones are stored changed
@@ -165,9 +170,8 @@ func (r *Reporter) Progress(ctx context.Context, progress string) error {
 func (r *Reporter) progressOnly(err error, what string) error {
 	switch code := CodeOf(err); code {
 	case CodeAlreadyCompleted, CodeStaleSequence:
-		if r.config.Logger != nil {
-			r.config.Logger.Info("argo-results: not stored", "report", what, "node", r.config.NodeID, "code", code)
-		}
+		logTo(context.Background(), r.config.Logger, slog.LevelInfo, "argo-results: not stored",
+			map[string]any{"report": what, "node": r.config.NodeID, "code": string(code)})
 		return nil
 	}
 	return err
@@ -182,31 +186,48 @@ func (r *Reporter) Outputs(ctx context.Context, outputs json.RawMessage) (*NodeR
 	if outputs == nil {
 		return nil, errors.New("argo-results reporter: no outputs to send")
 	}
-	return r.report(ctx, ReportRequest{Outputs: outputs})
+	result, err := r.report(ctx, ReportRequest{Outputs: outputs})
+	return result, r.gaveUp(ctx, "outputs", err)
 }
 
 // FinalReport is how the step ended. Outputs are merged like [Reporter.Outputs]; Phase is
-// Succeeded, Failed or Error; ExitCode, when set, is inserted into Outputs as Argo's
-// exitCode (a decimal string) so that a node whose pod vanished is still decided.
+// Succeeded, Failed or Error. ExitCodes are the exit codes of the pod's main containers,
+// by name, as the emissary wrote them (/var/run/argo/ctr/<name>/exitcode): the one of
+// "main" is inserted into Outputs as Argo's exitCode (a decimal string, as the controller
+// sets it), and when Phase is empty they give it (Succeeded when every one is 0, Failed
+// otherwise), so that a node whose pod vanished is still decided; a container set without
+// a "main" thus has a phase and no exitCode.
 type FinalReport struct {
-	Outputs  json.RawMessage
-	Phase    string
-	ExitCode *int
-	Message  string
+	Outputs   json.RawMessage
+	Phase     string
+	ExitCodes map[string]int
+	Message   string
 }
 
 // Finalize completes the result (argoexec's ReportOutputs, ReportOutputsLogs and
 // FinalizeOutput in one): the fields and the completion commit in one transaction, and the
-// result is frozen from then on. Finalizing again with nothing new is a replay (200).
+// result is frozen from then on. Finalizing again with nothing new is a replay (200). An
+// error means the result did not complete: the container must fail, as argoexec's does
+// when ReportOutputs fails, so that the controller settles the node.
 func (r *Reporter) Finalize(ctx context.Context, final FinalReport) (*NodeResult, error) {
 	outputs := final.Outputs
-	if final.ExitCode != nil {
+	if code, ok := final.ExitCodes["main"]; ok {
 		var err error
-		if outputs, err = WithExitCode(outputs, *final.ExitCode); err != nil {
+		if outputs, err = WithExitCode(outputs, code); err != nil {
 			return nil, fmt.Errorf("argo-results reporter: %w", err)
 		}
 	}
-	return r.report(ctx, ReportRequest{Final: true, Outputs: outputs, Phase: final.Phase, Message: final.Message})
+	phase := final.Phase
+	if phase == "" && len(final.ExitCodes) > 0 {
+		phase = "Succeeded"
+		for _, code := range final.ExitCodes {
+			if code != 0 {
+				phase = "Failed"
+			}
+		}
+	}
+	result, err := r.report(ctx, ReportRequest{Final: true, Outputs: outputs, Phase: phase, Message: final.Message})
+	return result, r.gaveUp(ctx, "final", err)
 }
 
 // report fills in the identity and a new sequence and sends body.
@@ -225,6 +246,15 @@ func (r *Reporter) report(ctx context.Context, body ReportRequest) (*NodeResult,
 	return result, err
 }
 
+// gaveUp logs a report that ended in err, with its cause, and returns err.
+func (r *Reporter) gaveUp(ctx context.Context, what string, err error) error {
+	if err != nil {
+		logTo(ctx, r.config.Logger, slog.LevelError, "argo-results: gave up on a report",
+			map[string]any{"report": what, "node": r.config.NodeID, "error": err.Error()})
+	}
+	return err
+}
+
 // sequence is the next value of the counter file, or of the clock without one.
 func (r *Reporter) sequence() (int64, error) {
 	if r.config.SequenceFile != "" {
@@ -240,9 +270,8 @@ func (r *Reporter) sequence() (int64, error) {
 	}
 	sequence, err := NextSequence(path)
 	if err != nil {
-		if r.config.Logger != nil {
-			r.config.Logger.Warn("argo-results: the sequence is Unix microseconds", "error", err)
-		}
+		logTo(context.Background(), r.config.Logger, slog.LevelWarn, "argo-results: the sequence is Unix microseconds",
+			map[string]any{"error": err.Error()})
 		return ClockSequence(), nil
 	}
 	return sequence, nil

@@ -1,9 +1,14 @@
 package argoresults
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -15,7 +20,7 @@ func TestReport(t *testing.T) {
 		s := startServer(t, b)
 		ctx := testContext(t)
 		st := testWorkflow("report").step(1)
-		r, tokenFile := s.reporter(st, time.Time{})
+		r, tokenFile := s.reporter(st)
 
 		if err := r.Start(ctx); err != nil {
 			t.Fatalf("start: %v", err)
@@ -37,7 +42,7 @@ func TestReport(t *testing.T) {
 		jsonEqual(t, "outputs sent before the final report", reporting.Outputs, params)
 
 		logs := `{"artifacts":[{"name":"main-logs","s3":{"key":"report/report-main-1/main.log"}}]}`
-		final, err := r.Finalize(ctx, FinalReport{Outputs: json.RawMessage(logs), Phase: "Succeeded", ExitCode: ptr(0)})
+		final, err := r.Finalize(ctx, FinalReport{Outputs: json.RawMessage(logs), Phase: "Succeeded", ExitCodes: map[string]int{"main": 0}})
 		if err != nil {
 			t.Fatalf("finalize: %v", err)
 		}
@@ -88,12 +93,12 @@ func TestReplay(t *testing.T) {
 
 		// The Reporter's own retry after a lost answer: a new sequence, the same content.
 		other := testWorkflow("replay").step(2)
-		r, _ := s.reporter(other, time.Time{})
-		done, err := r.Finalize(ctx, FinalReport{Phase: "Failed", ExitCode: ptr(3)})
+		r, _ := s.reporter(other)
+		done, err := r.Finalize(ctx, FinalReport{Phase: "Failed", ExitCodes: map[string]int{"main": 3}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		replayed, err := r.Finalize(ctx, FinalReport{Phase: "Failed", ExitCode: ptr(3)})
+		replayed, err := r.Finalize(ctx, FinalReport{Phase: "Failed", ExitCodes: map[string]int{"main": 3}})
 		if err != nil || replayed.Revision != done.Revision {
 			t.Errorf("finalizing again: %v, revision %d after %d", err, replayed.Revision, done.Revision)
 		}
@@ -126,7 +131,7 @@ func TestFrozen(t *testing.T) {
 		s := startServer(t, b)
 		ctx := testContext(t)
 		st := testWorkflow("frozen").step(1)
-		r, _ := s.reporter(st, time.Time{})
+		r, _ := s.reporter(st)
 		done, err := r.Finalize(ctx, FinalReport{Outputs: json.RawMessage(`{"result":"first"}`), Phase: "Succeeded"})
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +161,7 @@ func TestFrozen(t *testing.T) {
 		if CodeOf(err) != CodeNotFound {
 			t.Fatalf("abandon of a node never registered: %v, %v; want not_found", abandoned, err)
 		}
-		late, _ := s.reporter(lost, time.Time{})
+		late, _ := s.reporter(lost)
 		if err := late.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +185,7 @@ func TestMerge(t *testing.T) {
 		// The main container of a resource template reports its parameters; wait then
 		// archives the logs; a key set to null goes.
 		st := testWorkflow("merge").step(1)
-		r, _ := s.reporter(st, time.Time{})
+		r, _ := s.reporter(st)
 		exact := "{ \"parameters\" : [{\"name\":\"id\",\"value\":\"<a & b> é \\u0000\"}],\n  \"result\": \"drop me\" }"
 		sent, err := r.Outputs(ctx, json.RawMessage(exact))
 		if err != nil {
@@ -191,7 +196,7 @@ func TestMerge(t *testing.T) {
 		}
 		_, err = r.Finalize(ctx, FinalReport{
 			Outputs: json.RawMessage(`{"result":null,"artifacts":[{"name":"main-logs","s3":{"key":"k"}}]}`),
-			Phase:   "Succeeded", ExitCode: ptr(0),
+			Phase:   "Succeeded", ExitCodes: map[string]int{"main": 0},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -202,7 +207,7 @@ func TestMerge(t *testing.T) {
 
 		// An array is replaced as a whole.
 		next := testWorkflow("merge").step(2)
-		r, _ = s.reporter(next, time.Time{})
+		r, _ = s.reporter(next)
 		for _, outputs := range []string{`{"parameters":[{"name":"a","value":"1"},{"name":"b","value":"2"}]}`,
 			`{"parameters":[{"name":"c","value":"3"}]}`} {
 			if _, err := r.Outputs(ctx, json.RawMessage(outputs)); err != nil {
@@ -213,51 +218,35 @@ func TestMerge(t *testing.T) {
 	})
 }
 
-func TestDeadline(t *testing.T) {
+// ARGO_DEADLINE is when Argo kills main, not when reporting stops: argoexec reports the
+// outputs after it on a context nothing cancels. The Reporter reads no deadline, and
+// retries until the report is stored: here the server starts late, and the token file
+// appears only then. It logs every 20th retry, as argoexec does, and every report given
+// up with its cause.
+func TestReportsGoOnPastTheDeadlineUntilStored(t *testing.T) {
 	onBackends(t, func(t *testing.T, b backend) {
 		ctx := testContext(t)
-		// Nothing listens: a past deadline gives up after one attempt, a near one soon.
-		nowhere := freeAddress(t)
-		dummyToken := t.TempDir() + "/token"
-		if err := writeFile(dummyToken, "x"); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range []struct {
-			deadline    time.Time
-			minAttempts int
-		}{{time.Now().Add(-time.Second), 1}, {time.Now().Add(2 * time.Second), 2}} {
-			r, err := NewReporter(ReporterConfig{
-				URL: "http://" + nowhere, TokenFile: dummyToken, Namespace: testNamespace,
-				Workflow: "wf", WorkflowUID: "u", NodeID: "wf-1", PodName: "wf-main-1", PodUID: "p",
-				Deadline: c.deadline, SequenceFile: t.TempDir() + "/seq",
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			err = r.Start(ctx)
-			var gaveUp *GaveUpError
-			if !errors.As(err, &gaveUp) || gaveUp.Attempts < c.minAttempts || time.Since(start) > 5*time.Second {
-				t.Errorf("deadline in %v: %v after %v", time.Until(c.deadline).Round(time.Second), err, time.Since(start))
-			}
-		}
-
-		// The zero time retries until stored: the server starts late, and the token file
-		// appears only then.
 		late := freeAddress(t)
 		st := testWorkflow("deadline").step(1)
 		tokenFile := t.TempDir() + "/token"
-		r, err := NewReporter(ReporterConfig{
-			URL: "http://" + late, TokenFile: tokenFile, Namespace: testNamespace,
-			Workflow: st.workflow.Name, WorkflowUID: st.workflow.UID, NodeID: st.nodeID,
-			PodName: st.podName, PodUID: st.podUID, SequenceFile: t.TempDir() + "/seq",
-		})
+		env := map[string]string{
+			"ARGO_RESULTS_URL": "http://" + late, "ARGO_RESULTS_TOKEN_FILE": tokenFile,
+			"ARGO_DEADLINE":      time.Now().Add(-time.Minute).Format(time.RFC3339),
+			"ARGO_WORKFLOW_NAME": st.workflow.Name, "ARGO_WORKFLOW_UID": st.workflow.UID,
+			"ARGO_NODE_ID": st.nodeID, "ARGO_POD_NAME": st.podName, "ARGO_POD_UID": st.podUID,
+			"ARGO_RESULTS_SEQUENCE_FILE": t.TempDir() + "/seq",
+		}
+		config := ReporterConfigFromEnv(func(name string) string { return env[name] })
+		config.Namespace = testNamespace
+		logged := &recordingLogger{}
+		config.Logger = logged
+		r, err := NewReporter(config)
 		if err != nil {
 			t.Fatal(err)
 		}
 		reported := make(chan error, 1)
 		go func() {
-			_, err := r.Finalize(ctx, FinalReport{Phase: "Succeeded"})
+			_, err := r.Finalize(ctx, FinalReport{ExitCodes: map[string]int{"main": 0}})
 			reported <- err
 		}()
 		time.Sleep(1500 * time.Millisecond)
@@ -266,13 +255,50 @@ func TestDeadline(t *testing.T) {
 		select {
 		case err := <-reported:
 			if err != nil {
-				t.Fatalf("without a deadline: %v", err)
+				t.Fatalf("a report past the deadline: %v", err)
 			}
 		case <-time.After(60 * time.Second):
 			t.Fatal("no report stored within 60 s of the server's start")
 		}
-		if got := s.stored(st); got.State != StateCompleted {
-			t.Errorf("stored %s", got.State)
+		if got := s.stored(st); got.State != StateCompleted || deref(got.Phase) != "Succeeded" {
+			t.Errorf("stored %s, phase %s", got.State, deref(got.Phase))
+		}
+
+		// A report whose context ended gives up at once, and says why.
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := r.Finalize(cancelled, FinalReport{Phase: "Failed"}); err == nil {
+			t.Error("a report on an ended context succeeded")
+		}
+		if !logged.has("argo-results: gave up on a report") {
+			t.Errorf("the give-up was not logged: %v", logged.messages())
 		}
 	})
+}
+
+// recordingLogger keeps what it was told.
+type recordingLogger struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *recordingLogger) Log(_ context.Context, level slog.Level, msg string, fields map[string]any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf("%s %s %v", level, msg, fields))
+}
+
+func (l *recordingLogger) messages() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
+}
+
+func (l *recordingLogger) has(fragment string) bool {
+	for _, line := range l.messages() {
+		if strings.Contains(line, fragment) {
+			return true
+		}
+	}
+	return false
 }

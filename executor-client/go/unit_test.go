@@ -2,17 +2,20 @@ package argoresults
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,25 +49,6 @@ func TestOnlyTimeoutsSheddingAndGatewaysAreTransient(t *testing.T) {
 	}
 	if IsTransient(&GaveUpError{Attempts: 3, Last: &attemptError{errors.New("refused")}}) {
 		t.Error("giving up is final")
-	}
-}
-
-func TestNoDeadlineIsEmptyOrGosZeroTime(t *testing.T) {
-	for _, none := range []string{"", "  ", "0001-01-01T00:00:00Z"} {
-		deadline, err := ParseDeadline(none)
-		if err != nil || !deadline.IsZero() {
-			t.Errorf("%q: %v, %v; want the zero time", none, deadline, err)
-		}
-	}
-	deadline, err := ParseDeadline("2001-02-03T04:05:06Z")
-	if err != nil || !deadline.Equal(time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)) {
-		t.Errorf("a past deadline: %v, %v", deadline, err)
-	}
-	if deadline, _ := ParseDeadline("0001-01-01T00:00:01Z"); deadline.IsZero() {
-		t.Error("only the zero time itself means none")
-	}
-	if _, err := ParseDeadline("tomorrow"); err == nil {
-		t.Error("not RFC 3339 is an error")
 	}
 }
 
@@ -188,7 +172,7 @@ func whoamiServer(t *testing.T, tlsServer bool, statuses ...int) (*httptest.Serv
 func TestRetryAfterIsHonouredAndRetriesStopAtRefusals(t *testing.T) {
 	server, calls := whoamiServer(t, false, 503, 503)
 	var waits []time.Duration
-	client, err := New(Config{URL: server.URL, Retry: &RetryPolicy{}, OnRetry: func(_ error, wait time.Duration) {
+	client, err := New(Config{URL: server.URL, Retry: &RetryPolicy{}, OnRetry: func(_ int, _ error, wait time.Duration) {
 		waits = append(waits, wait)
 	}})
 	if err != nil {
@@ -246,3 +230,102 @@ func TestACAFileIsTrusted(t *testing.T) {
 		t.Error("a CA file without a certificate was accepted")
 	}
 }
+
+func TestErrorsSayWhatFailedAndUnwrap(t *testing.T) {
+	refused := &ProblemError{Problem: Problem{Status: 409, Code: CodeAlreadyCompleted, Detail: "frozen"}}
+	tick := &TickError{Stage: "settle", Claim: &Claim{ScheduledTime: "2026-11-29T17:00:00Z", WorkflowName: "nightly-1"}, Err: refused}
+	if msg := tick.Error(); !strings.Contains(msg, "settle") || !strings.Contains(msg, "nightly-1") || !strings.Contains(msg, "frozen") {
+		t.Errorf("tick error: %s", msg)
+	}
+	if !errors.Is(tick, refused) || CodeOf(tick) != CodeAlreadyCompleted {
+		t.Error("a tick error unwraps to its cause")
+	}
+	if msg := (&TickError{Stage: "claim", Err: refused}).Error(); !strings.Contains(msg, "claim") {
+		t.Errorf("a claim's error: %s", msg)
+	}
+	if msg := (&UnexpectedError{Status: 502, Body: "bad gateway"}).Error(); !strings.Contains(msg, "502") {
+		t.Errorf("unexpected: %s", msg)
+	}
+	gaveUp := &GaveUpError{Attempts: 3, Last: refused}
+	if !strings.Contains(gaveUp.Error(), "3 attempts") || !errors.Is(gaveUp, refused) {
+		t.Errorf("gave up: %s", gaveUp.Error())
+	}
+	if !StateCompleted.Frozen() || !StateAbandoned.Frozen() || StateReporting.Frozen() || StateExpected.Frozen() {
+		t.Error("completed and abandoned results are frozen, the others not")
+	}
+}
+
+func TestSlogLoggerWritesEachField(t *testing.T) {
+	var out strings.Builder
+	logger := SlogLogger(slog.New(slog.NewTextHandler(&out, nil)))
+	logger.Log(context.Background(), slog.LevelWarn, "argo-results: retrying a report", map[string]any{"attempt": 20})
+	if line := out.String(); !strings.Contains(line, "level=WARN") || !strings.Contains(line, "attempt=20") {
+		t.Errorf("logged %q", line)
+	}
+}
+
+func TestAReporterNeedsItsIdentity(t *testing.T) {
+	_, err := NewReporter(ReporterConfig{URL: "http://127.0.0.1:1", Workflow: "wf"})
+	for _, name := range []string{"ARGO_WORKFLOW_UID", "ARGO_NODE_ID", "ARGO_POD_NAME", "ARGO_POD_UID"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("missing %s: %v", name, err)
+		}
+	}
+	config := ReporterConfigFromEnv(func(string) string { return "" })
+	if config.TokenFile != DefaultTokenFile || config.URL != "" {
+		t.Errorf("from an empty environment: %+v", config)
+	}
+}
+
+func TestMalformedAnswersAreRefusedWithWhatIsWrong(t *testing.T) {
+	var item FeedItem
+	if err := json.Unmarshal([]byte(`{"type":"deleted","revision":1}`), &item); err == nil || !strings.Contains(err.Error(), "lacks its fields") {
+		t.Errorf("a tombstone without its key: %v", err)
+	}
+	if err := json.Unmarshal([]byte(`{"type":`), &item); err == nil {
+		t.Error("truncated JSON is an error")
+	}
+	problem := &Problem{Code: CodeAlreadyCompleted}
+	if _, err := problem.CurrentResult(); err == nil || !strings.Contains(err.Error(), "no current object") {
+		t.Errorf("no current: %v", err)
+	}
+	problem.Current = json.RawMessage(`"a string"`)
+	if _, err := problem.CurrentClaim(); err == nil {
+		t.Error("a current that is not a claim is an error")
+	}
+	for _, token := range []string{"not-a-jwt", "a.%%%.c", "a." + base64URL(`{"sub":"x"}`) + ".c"} {
+		if namespace, ok := TokenNamespace(token); ok {
+			t.Errorf("%q names namespace %q", token, namespace)
+		}
+	}
+	if namespace, ok := TokenNamespace("a." + base64URL(`{"kubernetes.io":{"namespace":"argo"}}`) + ".c"); !ok || namespace != "argo" {
+		t.Errorf("a pod token's namespace: %q, %v", namespace, ok)
+	}
+}
+
+// A reporter without a sequence file outside a pod (no /var/run/argo) counts on the clock;
+// with an unusable one, it says so.
+func TestReporterSequences(t *testing.T) {
+	config := ReporterConfig{URL: "http://127.0.0.1:1", Namespace: "argo", Workflow: "wf", WorkflowUID: "u", NodeID: "wf-1", PodName: "wf-main-1", PodUID: "p"}
+	r, err := NewReporter(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.sequence()
+	if err != nil || first <= 0 {
+		t.Fatalf("a clock sequence: %d, %v", first, err)
+	}
+	config.SequenceFile = t.TempDir() + "/missing/dir/seq"
+	r, err = NewReporter(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.sequence(); err == nil || !strings.Contains(err.Error(), "sequence file") {
+		t.Errorf("an unusable sequence file: %v", err)
+	}
+	if _, ok := DefaultSequenceFile(t.TempDir() + "/absent"); ok {
+		t.Error("no directory, no default sequence file")
+	}
+}
+
+func base64URL(text string) string { return base64.RawURLEncoding.EncodeToString([]byte(text)) }
