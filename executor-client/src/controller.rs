@@ -197,7 +197,8 @@ impl Reconciler {
     /// A reconciler started with no memory, told the workflows in flight (the controller's
     /// Workflow informer lists them): each is listed, and the feed is followed on from the
     /// lowest revision listed, so it reaches the decisions a reconciler that never stopped
-    /// reaches.
+    /// reaches. With no workflow in flight it starts at the store's head: there is nothing
+    /// behind it to replay.
     pub async fn resume(
         client: Client,
         workflows: impl IntoIterator<Item = WorkflowRef>,
@@ -207,10 +208,11 @@ impl Reconciler {
             let pages = list(&client, &workflow).await?;
             listings.push((workflow, pages));
         }
-        Ok(Reconciler {
-            client,
-            known: Known::resumed(listings),
-        })
+        let mut known = Known::resumed(listings);
+        if known.followed().is_empty() {
+            (known.since, known.epoch) = head(&client).await?;
+        }
+        Ok(Reconciler { client, known })
     }
 
     /// Follows a workflow that was already running when this reconciler started and that
@@ -333,6 +335,30 @@ impl Reconciler {
             .await?;
         self.known.forget(&workflow.uid);
         Ok(deleted.deleted)
+    }
+}
+
+/// The store's newest revision and its epoch: a position past any revision is answered
+/// `410 gone` with them (docs/api.md section 4).
+async fn head(client: &Client) -> Result<(i64, Option<String>), ClientError> {
+    let past = client
+        .feed(&FeedOptions {
+            since: i64::MAX,
+            limit: Some(1),
+            ..FeedOptions::default()
+        })
+        .await;
+    match past {
+        Err(error) if error.code() == Some(ProblemCode::Gone) => {
+            let problem = error.problem();
+            match problem.and_then(|p| p.revision) {
+                Some(revision) => Ok((revision, problem.and_then(|p| p.epoch.clone()))),
+                None => Err(error),
+            }
+        }
+        Err(error) => Err(error),
+        // A server older than that rule answers a page: read from the oldest change.
+        Ok(_) => Ok((0, None)),
     }
 }
 

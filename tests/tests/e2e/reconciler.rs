@@ -22,6 +22,7 @@ on_both_backends!(
     a_recreated_workflow_sees_nothing_of_the_first,
     an_older_tombstone_replayed_after_a_listing_keeps_the_newer_row,
     a_reconciler_restarted_with_empty_memory_reaches_the_same_decisions,
+    a_reconciler_resumed_with_nothing_in_flight_starts_at_the_head,
     long_names_the_root_node_and_a_template_less_node_are_decided,
 );
 
@@ -678,6 +679,29 @@ async fn a_reconciler_restarted_with_empty_memory_reaches_the_same_decisions(bac
         Decision::Wait,
     ];
     assert_eq!(decisions, expected);
+}
+
+/// A restarted controller with no workflow in flight reads on from the head: the history
+/// behind it holds nothing it follows.
+async fn a_reconciler_resumed_with_nothing_in_flight_starts_at_the_head(backend: Backend) {
+    let server = TestServer::builder(backend).start().await;
+    for i in 1..=3 {
+        server.register(&step(i)).await;
+    }
+    let mut resumed = Reconciler::resume(server.controller(), Vec::new())
+        .await
+        .expect("resume");
+    assert_eq!(
+        resumed.follow(0).await.expect("feed"),
+        0,
+        "nothing replayed"
+    );
+    server.register(&step(4)).await;
+    assert_eq!(
+        resumed.follow(0).await.expect("feed"),
+        1,
+        "what comes after"
+    );
 }
 
 async fn long_names_the_root_node_and_a_template_less_node_are_decided(backend: Backend) {
