@@ -10,17 +10,20 @@ use argo_results_model::results::{
     ACKNOWLEDGED_NEVER_LOST, Config, Hooks, NO_HANG_AFTER_POD_ENDS, PodView, RESTORE_NOTICED,
     Results, SUCCEEDED_HAS_ITS_OUTPUTS, Template,
 };
-use argo_results_model::trace::{Narrate, render};
+use argo_results_model::trace::{DECISIONS_FILE, Narrate, render};
 use argo_results_proto::ClaimState;
 use argo_results_rules::claim::{ClaimDecision, ClaimRow};
 use argo_results_rules::feed::FeedBounds;
 use argo_results_rules::{NewClaim, Refusal};
+use serde_json::Value;
 use stateright::Model;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Checks `model` until `property` fails, and prints the counterexample.
+/// Checks `model` until `property` fails, and prints the counterexample. The rows the
+/// counterexample gives must be in the shared decision table already: the regression test
+/// that Rust and Go run for the bug the control puts back.
 fn caught<M>(name: &str, model: M, property: &'static str)
 where
     M: Model + Narrate + Clone + Send + Sync + 'static,
@@ -30,6 +33,37 @@ where
     let path = control(name, model.clone(), property)
         .unwrap_or_else(|| panic!("control {name}: {property} was never broken"));
     println!("{}", render(&model, &path));
+    let table = decision_table();
+    for row in model.rows(path.last_state()) {
+        assert!(
+            table.iter().any(|case| same_case(case, &row)),
+            "control {name}: not in {DECISIONS_FILE}: {row}"
+        );
+    }
+}
+
+fn decision_table() -> Vec<Value> {
+    let path = format!("{}/../../{DECISIONS_FILE}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let table: Value = serde_json::from_str(&text).expect("the table is JSON");
+    table["cases"].as_array().expect("a list of cases").clone()
+}
+
+/// `case` of the table asserts what `row` says, its name aside: the same pod and result,
+/// the same decision and outputs, and a message the table gives as a fragment of the
+/// decision's.
+fn same_case(case: &Value, row: &Value) -> bool {
+    let (want, got) = (&case["expect"], &row["expect"]);
+    let message = match (want["message"].as_str(), got["message"].as_str()) {
+        (None, None) => true,
+        (Some(fragment), Some(message)) => message.contains(fragment),
+        _ => false,
+    };
+    case["pod"] == row["pod"]
+        && case["result"] == row["result"]
+        && want["decision"] == got["decision"]
+        && want["outputs"] == got["outputs"]
+        && message
 }
 
 fn results(config: Config, hooks: Hooks) -> Results {

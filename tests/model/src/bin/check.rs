@@ -29,9 +29,13 @@ fn main() {
             results::Results::new(config, results::Hooks::product()),
         ));
     }
+    let cron_title = match size.as_str() {
+        "deep" => "cron (deep): two ticks, two claimants, one death, a lost answer",
+        _ => "cron: two ticks, two claimants, one death",
+    };
     if size != "one" {
         failed.extend(report(
-            "cron",
+            cron_title,
             cron::Cron::new(cron_config, cron::Hooks::product()),
         ));
     }

@@ -119,7 +119,9 @@ impl Config {
 
     /// Deeper worlds, checked by `tests/model/deep.sh`: two writes per transaction (so a
     /// crash between receiving and committing loses them), one change per feed page, every
-    /// request kept to the end; pods collected once they end; two nodes at once.
+    /// request kept to the end; pods collected once they end. Two nodes at once are not
+    /// among them: their pods multiply each other's states past what 2 cores finish
+    /// (docs/protocol.md, "Bounds and time").
     pub fn deep() -> Vec<(&'static str, Config)> {
         let deeper = |template| Config {
             batch_max: 2,
@@ -141,16 +143,6 @@ impl Config {
                 Config {
                     pod_gc: true,
                     ..deeper(Template::Container)
-                },
-            ),
-            (
-                "results (deep): two nodes at once, a pod fault, hostile pods",
-                Config {
-                    in_sequence: false,
-                    attempts: 1,
-                    pod_faults: 1,
-                    drop_dead_requests: false,
-                    ..Config::two_nodes()
                 },
             ),
         ]

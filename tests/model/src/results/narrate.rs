@@ -1,7 +1,9 @@
 //! The results world's steps in words, for counterexamples.
 
-use argo_results_client::controller::Decision;
+use argo_results_client::controller::{Decision, PodPhase, decide};
+use argo_results_proto::NodeResult;
 use argo_results_rules::Row;
+use serde_json::{Value, json};
 
 use super::pod::WORKFLOW_UID;
 use super::{Action, Msg, Results, Step, World};
@@ -36,6 +38,37 @@ fn decision(decision: &Option<Decision>) -> String {
         Some(Decision::Wait) => "Wait".into(),
         Some(Decision::Settle { .. }) => "Settle".into(),
     }
+}
+
+/// Stored outputs as the JSON value a table row holds.
+fn outputs(outputs: Option<&str>) -> Value {
+    outputs.map_or(Value::Null, |text| {
+        serde_json::from_str(text).expect("stored outputs are JSON")
+    })
+}
+
+/// A result as the decision table writes it: the members `decide` reads.
+fn table_result(result: &NodeResult) -> Value {
+    json!({
+        "state": result.state.as_str(),
+        "phase": result.phase,
+        "message": result.message,
+        "outputs": outputs(result.outputs.as_deref().map(|raw| raw.get())),
+        "abandonReason": result.abandon_reason,
+    })
+}
+
+/// A decision as the decision table expects it.
+fn table_decision(decision: &Decision) -> Value {
+    let (name, outputs_text, message) = match decision {
+        Decision::Wait => ("Wait", None, None),
+        Decision::Settle { reason } => ("Settle", None, Some(reason)),
+        Decision::Succeeded { outputs } => ("Succeeded", outputs.as_deref(), None),
+        Decision::Failed { outputs, message } => ("Failed", outputs.as_deref(), message.as_ref()),
+        Decision::Error { outputs, message } => ("Error", outputs.as_deref(), Some(message)),
+        Decision::Lost { reason } => ("Lost", None, Some(reason)),
+    };
+    json!({"decision": name, "outputs": outputs(outputs_text), "message": message})
 }
 
 impl Results {
@@ -195,5 +228,35 @@ impl Narrate for Results {
             format!("controller: since {}; {}", known.since, knows.join("; ")),
             format!("pods: {}", pods.join("; ")),
         ]
+    }
+
+    /// Each node whose pod the controller saw end and that it left undecided, with what
+    /// the product's `decide` says of it.
+    fn rows(&self, world: &World) -> Vec<Value> {
+        let controller = &world.controller;
+        (0..self.nodes.len())
+            .filter(|&i| controller.decided[i].is_none())
+            .filter_map(|i| {
+                let view = controller.pods[i]?;
+                if matches!(view.phase, PodPhase::Pending | PodPhase::Running) {
+                    return None;
+                }
+                let result = controller
+                    .known
+                    .result(WORKFLOW_UID, &self.nodes[i].node_id());
+                let ending = world.pods[i]
+                    .ended
+                    .map_or("ended".into(), |ending| format!("{ending:?}"));
+                Some(json!({
+                    "name": format!(
+                        "model: the pod {ending}, its result {}",
+                        result.map_or("not stored", |r| r.state.as_str())
+                    ),
+                    "pod": format!("{:?}", view.phase),
+                    "result": result.map_or(Value::Null, table_result),
+                    "expect": table_decision(&decide(view.phase, result)),
+                }))
+            })
+            .collect()
     }
 }
