@@ -1,6 +1,6 @@
 //! `argo-results report`: the wait container's report of its node's result. It retries
-//! every transient failure until the deadline, so a report survives restarts of the server,
-//! of its database and of the network in between.
+//! every transient failure until it is stored (or until `--timeout`), so a report survives
+//! restarts of the server, of its database and of the network in between.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -21,7 +21,7 @@ use super::sequence;
 ///
 /// The pod's identity comes from the environment Argo gives its containers; each flag
 /// below names its variable. Exit codes: 0 stored, 2 usage, 3 refused (the problem's code
-/// and detail on stderr), 4 gave up at the deadline. A report of progress alone (no --final,
+/// and detail on stderr), 4 gave up at --timeout. A report of progress alone (no --final,
 /// --outputs, --phase, --exit-code or --message) refused because the result is already
 /// completed exits 0 with a note on stderr: Argo's executor only logs a failed progress
 /// update.
@@ -69,14 +69,10 @@ pub struct ReportArgs {
     #[arg(long, env = "ARGO_RESULTS_SEQUENCE_FILE")]
     sequence_file: Option<PathBuf>,
 
-    /// Give up after this long (e.g. 30s, 5m) [default: until ARGO_DEADLINE, else never].
+    /// Give up after this long (e.g. 30s, 5m) [default: never: ARGO_DEADLINE is when Argo
+    /// kills main, and argoexec still reports the outputs after it].
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
-
-    /// The pod's deadline (RFC 3339), used when --timeout is not given. Empty, or Go's zero
-    /// time 0001-01-01T00:00:00Z (what Argo sets when the workflow has none), means none.
-    #[arg(long, env = "ARGO_DEADLINE", hide_env_values = true)]
-    deadline: Option<String>,
 
     #[arg(long, env = "ARGO_RESULTS_URL")]
     server: Option<String>,
@@ -92,8 +88,9 @@ pub struct ReportArgs {
     #[arg(long, env = "ARGO_RESULTS_CA_FILE")]
     ca_file: Option<PathBuf>,
 
-    /// [default: the token's kubernetes.io.namespace]
-    #[arg(long, env = "ARGO_NAMESPACE")]
+    /// [default: the token's kubernetes.io.namespace, else the pod's service-account
+    /// namespace file; Argo sets no namespace variable]
+    #[arg(long)]
     namespace: Option<String>,
 
     #[arg(long, env = "ARGO_WORKFLOW_NAME")]
@@ -113,28 +110,6 @@ pub struct ReportArgs {
 
     #[arg(long, env = "ARGO_INSTANCE_ID")]
     instance_id: Option<String>,
-}
-
-/// Go's zero `time.Time` in Unix seconds: Argo's `ARGO_DEADLINE` when the workflow has no
-/// deadline (`workflow/controller/workflowpod.go`, `getDeadline` starts from `time.Time{}`,
-/// formatted RFC 3339), which argoexec reads as none (`executor.go`, `monitorDeadline`).
-const GO_ZERO_TIME: i64 = -62_135_596_800;
-
-/// `ARGO_DEADLINE` as a time, `None` when there is no deadline.
-fn parse_deadline(text: &str) -> Result<Option<jiff::Timestamp>, Failure> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    let deadline: jiff::Timestamp = text.parse().map_err(|e| {
-        Failure::Usage(format!(
-            "ARGO_DEADLINE {text:?} is not an RFC 3339 time: {e}"
-        ))
-    })?;
-    Ok(
-        (deadline.as_second() != GO_ZERO_TIME || deadline.subsec_nanosecond() != 0)
-            .then_some(deadline),
-    )
 }
 
 /// `outputs` with Argo's `exitCode` (`Outputs.ExitCode`, a decimal string) inserted as the
@@ -173,6 +148,9 @@ fn read_outputs(source: &str) -> Result<Box<RawValue>, Failure> {
     RawValue::from_string(text.trim_end().to_owned())
         .map_err(|e| Failure::Usage(format!("--outputs {source} is not JSON: {e}")))
 }
+
+/// The namespace of the pod's service account, as the kubelet mounts it.
+const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 /// The wait container's identity, every part of it given.
 struct Identity<'a> {
@@ -218,31 +196,31 @@ impl ReportArgs {
         })
     }
 
-    fn deadline(&self) -> Result<Option<Instant>, Failure> {
-        if let Some(timeout) = self.timeout {
-            return Ok(Some(Instant::now() + timeout));
-        }
-        let deadline = self.deadline.as_deref().map(parse_deadline).transpose()?;
-        let Some(deadline) = deadline.flatten() else {
-            return Ok(None);
-        };
-        let left = jiff::Timestamp::now().duration_until(deadline);
-        Ok(Some(
-            Instant::now() + Duration::try_from(left).unwrap_or_default(),
-        ))
+    fn deadline(&self) -> Option<Instant> {
+        self.timeout.map(|timeout| Instant::now() + timeout)
     }
 
+    /// `--namespace`, else the token's, else the service account's namespace file (where
+    /// argoexec finds its own: client-go's in-cluster configuration).
     fn namespace(&self) -> Result<String, Failure> {
         if let Some(namespace) = &self.namespace {
             return Ok(namespace.clone());
         }
         let token = std::fs::read_to_string(&self.token_file).unwrap_or_default();
-        token_namespace(token.trim()).ok_or_else(|| {
-            Failure::Usage(format!(
-                "no namespace: set ARGO_NAMESPACE, or mount a service-account token at {}",
-                self.token_file.display()
-            ))
-        })
+        if let Some(namespace) = token_namespace(token.trim()) {
+            return Ok(namespace);
+        }
+        std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
+            .ok()
+            .map(|text| text.trim().to_owned())
+            .filter(|namespace| !namespace.is_empty())
+            .ok_or_else(|| {
+                Failure::Usage(format!(
+                    "no namespace: the token at {} names none and {SERVICE_ACCOUNT_NAMESPACE} \
+                     is missing; pass --namespace",
+                    self.token_file.display()
+                ))
+            })
     }
 
     /// The explicit `--sequence`, else the next value of the counter file, else the clock.
@@ -311,7 +289,7 @@ pub async fn run(args: &ReportArgs) -> Result<(), Failure> {
         .token(TokenSource::File(args.token_file.clone()))
         .ca_file(args.ca_file.clone())
         .retry(RetryPolicy {
-            deadline: args.deadline()?,
+            deadline: args.deadline(),
         })
         .on_retry(|error, wait| {
             eprintln!(
@@ -359,25 +337,6 @@ mod tests {
             Err(Failure::Usage(message)) => message,
             other => panic!("expected a usage failure, got {other:?}"),
         }
-    }
-
-    #[test]
-    fn no_deadline_is_empty_or_gos_zero_time() {
-        for none in ["", "  ", "0001-01-01T00:00:00Z"] {
-            assert_eq!(parse_deadline(none).expect("parses"), None, "{none:?}");
-        }
-        let past: jiff::Timestamp = "2001-02-03T04:05:06Z".parse().expect("time");
-        assert_eq!(
-            parse_deadline("2001-02-03T04:05:06Z").expect("parses"),
-            Some(past)
-        );
-        assert!(
-            parse_deadline("0001-01-01T00:00:01Z")
-                .expect("parses")
-                .is_some(),
-            "only the zero time itself means none"
-        );
-        assert!(matches!(parse_deadline("tomorrow"), Err(Failure::Usage(_))));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use tokio::process::{Child, Command};
 on_both_backends!(
     report_progress_then_final_then_replays,
     report_waits_for_a_server_that_starts_late,
-    report_without_a_deadline_retries_until_stored_and_past_one_gives_up,
+    report_pays_argo_deadline_no_heed_and_retries_until_stored,
     a_progress_tick_refused_as_completed_exits_0_and_other_refusals_exit_3,
     concurrent_reports_sharing_a_sequence_file_never_share_a_sequence,
     an_explicit_sequence_wins_over_the_sequence_file,
@@ -214,10 +214,11 @@ async fn report_without_its_identity_is_a_usage_error() {
     }
 }
 
-/// Argo sets `ARGO_DEADLINE` to Go's zero time when the workflow has none
-/// (`workflowpod.go`, `getDeadline`): that, like an empty value, retries without end, while
-/// a deadline in the past gives up at the first transient failure.
-async fn report_without_a_deadline_retries_until_stored_and_past_one_gives_up(backend: Backend) {
+/// `ARGO_DEADLINE` is when Argo kills `main`; argoexec reports the outputs after it, on a
+/// context nothing cancels (`auxiliary.go`, `bgCtx`). So `report` pays it no heed: past,
+/// Go's zero time (Argo's "none", `workflowpod.go` `getDeadline`) and empty all retry until
+/// the server, started late, stores them.
+async fn report_pays_argo_deadline_no_heed_and_retries_until_stored(backend: Backend) {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let dir = tempfile::tempdir().expect("scratch directory");
@@ -226,15 +227,13 @@ async fn report_without_a_deadline_retries_until_stored_and_past_one_gives_up(ba
         command.env("ARGO_DEADLINE", deadline);
         command
     };
-    let past = run(with_deadline(&step(3), "2001-02-03T04:05:06Z")).await;
-    assert_eq!(past.status.code(), Some(4), "{}", stderr(&past));
-    assert!(
-        stderr(&past).contains("gave up at the deadline"),
-        "{}",
-        stderr(&past)
+    let deadlines = ["2001-02-03T04:05:06Z", "0001-01-01T00:00:00Z", ""];
+    let reports = join_all(
+        deadlines
+            .iter()
+            .enumerate()
+            .map(|(i, deadline)| run(with_deadline(&step(i as u32 + 1), deadline))),
     );
-    let zero = run(with_deadline(&step(1), "0001-01-01T00:00:00Z"));
-    let empty = run(with_deadline(&step(2), ""));
     let late_server = async {
         tokio::time::sleep(Duration::from_secs(3)).await;
         TestServer::builder(backend)
@@ -242,17 +241,42 @@ async fn report_without_a_deadline_retries_until_stored_and_past_one_gives_up(ba
             .start()
             .await
     };
-    let (zero, empty, server) = tokio::join!(zero, empty, late_server);
-    for output in [&zero, &empty] {
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(output));
+    let (outputs, server) = tokio::join!(reports, late_server);
+    for (deadline, output) in deadlines.iter().zip(&outputs) {
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "ARGO_DEADLINE={deadline:?}: {}",
+            stderr(output)
+        );
         assert!(stderr(output).contains("retrying"), "{}", stderr(output));
     }
     let reader = server.reader();
-    for s in [step(1), step(2)] {
-        let stored = reader.get_result(NS, WF, &s.node_id, None).await;
+    for i in 1..=3 {
+        let stored = reader.get_result(NS, WF, &step(i).node_id, None).await;
         assert_eq!(stored.expect("stored").state.as_str(), "completed");
     }
-    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 2);
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 3);
+}
+
+/// With neither `--namespace` nor a token that names one (nor, off a cluster, the
+/// service account's namespace file), `report` says where it looked; Argo sets no
+/// namespace variable, so `ARGO_NAMESPACE` is not read.
+#[tokio::test]
+async fn report_without_a_namespace_says_where_it_looked() {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "not-a-jwt").expect("token");
+    let mut command = wait_container("http://127.0.0.1:1", &token, &step(1));
+    command
+        .env("ARGO_NAMESPACE", NS)
+        .args(["report", "--final"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(message.contains("no namespace"), "{message}");
+    assert!(message.contains("--namespace"), "{message}");
+    assert!(message.contains(&token.display().to_string()), "{message}");
 }
 
 /// A progress tick that lands after the node completed is only noted, as Argo's executor
