@@ -331,7 +331,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         let _ = stop.send(true);
         stopping_handle.graceful_shutdown(Some(grace));
     });
-    let app = http::router(state).into_make_service();
+    let app = http::router(state, config.metrics_listen.is_none()).into_make_service();
     let guard = Guard::new("api", connections, metrics);
     match tls {
         Some(tls) => {

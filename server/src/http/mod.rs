@@ -175,10 +175,12 @@ pub fn openapi_json() -> String {
     api().1.to_pretty_json().unwrap_or_default() + "\n"
 }
 
-/// Every route, the OpenAPI document included.
-pub fn router(state: AppState) -> Router {
+/// Every route, the OpenAPI document included; `/metrics` only when it has no listener of
+/// its own (`--metrics-listen`), which workflow pods cannot reach.
+pub fn router(state: AppState, with_metrics: bool) -> Router {
     let (api, _) = api();
     let document = Arc::new(openapi_json());
+    let operations = if with_metrics { operations() } else { probes() };
     api.route_layer(axum::middleware::from_fn_with_state(
         state.clone(),
         overload::admit,
@@ -195,12 +197,13 @@ pub fn router(state: AppState) -> Router {
             }
         }),
     )
-    .merge(operations())
+    .merge(operations)
     .route_layer(axum::middleware::from_fn_with_state(
         state.clone(),
         observe::observe,
     ))
     .fallback(not_found)
+    .layer(axum::middleware::from_fn(observe::known_method))
     .with_state(state)
 }
 
@@ -212,14 +215,18 @@ pub fn operations_router(state: AppState) -> Router {
             observe::observe,
         ))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn(observe::known_method))
         .with_state(state)
 }
 
-fn operations() -> Router<AppState> {
+fn probes() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(probes::healthz))
         .route("/readyz", get(probes::readyz))
-        .route("/metrics", get(probes::metrics))
+}
+
+fn operations() -> Router<AppState> {
+    probes().route("/metrics", get(probes::metrics))
 }
 
 async fn not_found() -> error::ApiError {

@@ -1,15 +1,16 @@
 //! Every request gets a request id (taken from `X-Request-Id` or made here, and returned
 //! in it), a log span carrying it and, once known, the namespace, workflow and node, one
-//! log line when it ends, and its count and duration by route template. Paths, node IDs
-//! and tokens never become metric labels, and headers are never logged.
+//! log line when it ends, and its count and duration by route template. Paths, node IDs,
+//! tokens and method names a caller makes up never become metric labels, and headers are
+//! never logged.
 
 use std::hash::{BuildHasher, RandomState};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::HeaderValue;
+use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use tracing::Instrument;
 
 use super::AppState;
@@ -31,11 +32,48 @@ fn request_id(request: &Request) -> String {
         .unwrap_or_else(|| format!("{:016x}", RandomState::new().hash_one(Instant::now())))
 }
 
+/// The methods the API serves. hyper accepts any token as a method, so anything else is
+/// refused by [`known_method`] before it is counted or logged.
+const METHODS: [Method; 5] = [
+    Method::GET,
+    Method::HEAD,
+    Method::PUT,
+    Method::POST,
+    Method::DELETE,
+];
+
+/// The method as a metric label: one of [`METHODS`], else `other` (a known method on a
+/// route that does not serve it).
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::PUT => "PUT",
+        Method::POST => "POST",
+        Method::DELETE => "DELETE",
+        _ => "other",
+    }
+}
+
+/// Refuses a method the API does not serve before anything records it: a caller without
+/// a token must not be able to grow the metrics or the log with names it makes up.
+pub async fn known_method(request: Request, next: Next) -> Response {
+    if METHODS.contains(request.method()) {
+        return next.run(request).await;
+    }
+    super::error::ApiError::new(
+        argo_results_proto::ProblemCode::NotFound,
+        "no such route: the API serves GET, HEAD, PUT, POST and DELETE; see \
+         /api/v1/openapi.json",
+    )
+    .into_response()
+}
+
 pub async fn observe(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     request.extensions_mut().insert(Arrived(started));
     let id = request_id(&request);
-    let method = request.method().clone();
+    let method = method_label(request.method());
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -53,9 +91,7 @@ pub async fn observe(State(state): State<AppState>, mut request: Request, next: 
     let mut response = next.run(request).instrument(span.clone()).await;
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
-    state
-        .metrics
-        .http_request(&route, method.as_str(), status, elapsed);
+    state.metrics.http_request(&route, method, status, elapsed);
     span.in_scope(|| {
         tracing::info!(
             status,

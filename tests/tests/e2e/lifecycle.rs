@@ -331,7 +331,8 @@ async fn a_rollback_starts_on_a_newer_schema(backend: Backend) {
     assert_eq!(read.outputs.map(|o| o.get().to_owned()), Some(outputs(1)));
 }
 
-/// `--metrics-listen`: a plain-HTTP address for Prometheus and probes, without the API.
+/// `--metrics-listen`: a plain-HTTP address for Prometheus and probes, without the API;
+/// `/metrics` is then served there alone.
 async fn metrics_listen_serves_probes_and_metrics_alone(backend: Backend) {
     let port = free_port().to_string();
     let listen = format!("127.0.0.1:{port}");
@@ -360,6 +361,10 @@ async fn metrics_listen_serves_probes_and_metrics_alone(backend: Backend) {
     let api = get(&format!("/api/v1/namespaces/{NS}/workflows/{WF}/results")).await;
     assert_eq!(api.status, 404, "the API is not on the metrics address");
     assert_eq!(api.json["code"], "not_found");
-    // The API's own address keeps serving /metrics too.
-    assert_eq!(server.get("/metrics", None).await.status, 200);
+    // /metrics leaves the API's address, which every workflow pod can reach; the probes
+    // stay on both.
+    let api_metrics = server.get("/metrics", None).await;
+    assert_eq!(api_metrics.status, 404, "{}", api_metrics.text);
+    assert_eq!(api_metrics.json["code"], "not_found");
+    assert_eq!(server.get("/healthz", None).await.status, 200);
 }
