@@ -115,7 +115,7 @@ pub async fn feed(
     };
     let limit = limit(params.limit, FEED_DEFAULT_LIMIT, FEED_MAX_LIMIT)?;
     let deadline = Instant::now() + Duration::from_secs(wait);
-    let mut revisions = state.store.revisions();
+    let mut revisions = state.store.revisions(params.namespace.as_deref());
     let mut stopping = state.stopping.clone();
     let mut watch = None;
     loop {

@@ -63,8 +63,9 @@ pub trait Store: std::fmt::Debug + Send + Sync + 'static {
     fn prune(&self, before: PruneBefore) -> BoxFuture<'_, StoreResult<Pruned>>;
     /// How many results are `expected` and `reporting` (not finished) across the store.
     fn pending(&self) -> BoxFuture<'_, StoreResult<(u64, u64)>>;
-    /// The newest committed revision, updated after every commit of any replica.
-    fn revisions(&self) -> watch::Receiver<i64>;
+    /// The newest committed revision, updated after every commit of any replica that
+    /// changed `namespace` (`None`: any namespace).
+    fn revisions(&self, namespace: Option<&str>) -> watch::Receiver<i64>;
     /// Checks that the database answers.
     fn ping(&self) -> BoxFuture<'_, StoreResult<()>>;
 }

@@ -18,7 +18,7 @@ use super::api::{BoxFuture, Store};
 use super::backend::Backend;
 use super::error::{StoreError, StoreResult};
 use super::model::{ClaimPage, ClaimQuery, FeedChunk, ListQuery, PruneBefore, Pruned, ResultPage};
-use super::notify::Notifier;
+use super::notify::{Changed, Notifier};
 use super::page::summarize;
 use super::random::uuid;
 use super::writer::{Batching, Queue};
@@ -73,10 +73,10 @@ impl<B: Backend> NativeStore<B> {
         })
     }
 
-    /// A commit of this replica moved the head to `head`.
-    fn committed(&self, head: Option<i64>) {
+    /// A commit of this replica moved the head to `head`, changing `changed`.
+    fn committed(&self, head: Option<i64>, changed: Changed<'_>) {
         if let Some(head) = head {
-            self.notifier.publish(head);
+            self.notifier.publish(head, changed);
         }
     }
 
@@ -141,7 +141,7 @@ impl<B: Backend> NativeStore<B> {
     async fn prune_all(&self, before: PruneBefore) -> StoreResult<Pruned> {
         let mut pruned = Pruned::default();
         while let Some((expired, head)) = self.backend.expire_results(before.results).await? {
-            self.committed(Some(head));
+            self.committed(Some(head), Changed::Anywhere);
             pruned.results += expired;
         }
         while let Some(deleted) = self.backend.prune_changes(before.changes).await? {
@@ -189,7 +189,10 @@ impl<B: Backend> Store for NativeStore<B> {
                 .backend
                 .delete_workflow(&namespace, &workflow, &workflow_uid)
                 .await?;
-            self.committed(deleted.map(|(_, head)| head));
+            self.committed(
+                deleted.map(|(_, head)| head),
+                Changed::In(&[namespace.as_str()]),
+            );
             Ok(deleted.map_or(0, |(deleted, _)| deleted))
         })
     }
@@ -262,8 +265,8 @@ impl<B: Backend> Store for NativeStore<B> {
         })
     }
 
-    fn revisions(&self) -> watch::Receiver<i64> {
-        self.notifier.subscribe()
+    fn revisions(&self, namespace: Option<&str>) -> watch::Receiver<i64> {
+        self.notifier.subscribe(namespace)
     }
 
     fn ping(&self) -> BoxFuture<'_, StoreResult<()>> {

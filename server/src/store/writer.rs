@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::backend::{ACQUIRE_TIMEOUT, Backend};
 use super::error::{FailureKind, StoreError, StoreResult};
-use super::notify::Notifier;
+use super::notify::{Changed, Notifier};
 use crate::metrics::Metrics;
 
 /// How writes are gathered (`--batch-max`, `--batch-wait`).
@@ -288,7 +288,13 @@ impl<B: Backend> Writer<B> {
             })
             .await?;
         if let Some(head) = head {
-            self.notifier.publish(head);
+            let mut namespaces: Vec<&str> = writes
+                .iter()
+                .map(|(key, _)| key.namespace.as_str())
+                .collect();
+            namespaces.sort_unstable();
+            namespaces.dedup();
+            self.notifier.publish(head, Changed::In(&namespaces));
         }
         Ok(outcomes
             .into_iter()

@@ -1269,3 +1269,70 @@ async fn made_up_methods_grow_no_metric() {
         "{bytes_before} -> {bytes_after}"
     );
 }
+
+/// Store operations `server` has made (its transactions and snapshot reads).
+async fn store_operations(server: &TestServer) -> u64 {
+    let metrics = server.get("/metrics", None).await.text;
+    metrics
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("argo_results_store_transaction_duration_seconds_count ")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// 16 watches of a quiet namespace wait on replica B while 15 reports commit on A and
+/// 15 on B in another namespace: neither B's own commits nor A's (heard through NOTIFY)
+/// wake them, so B's store does the 15 writes and a watch of the busy namespace, woken by
+/// the first, reads twice; the quiet ones still wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_wake_only_the_watches_they_concern() {
+    let a = TestServer::builder(Backend::Postgres).start().await;
+    let b = a.replica().await;
+    let url = format!(
+        "{}/api/v1/results?since=0&namespace=quiet&watch=true&timeoutSeconds=60",
+        b.url()
+    );
+    let reader = tokens::user_token(READER);
+    let watches: Vec<_> = (0..16)
+        .map(|_| {
+            let request = reqwest::Client::new().get(&url).bearer_auth(&reader);
+            tokio::spawn(async move { request.send().await.map(|a| a.status().as_u16()) })
+        })
+        .collect();
+    b.wait_for_watchers(16).await;
+    let busy = reqwest::Client::new()
+        .get(format!(
+            "{}/api/v1/results?since=0&namespace={NS}&watch=true&timeoutSeconds=60",
+            b.url()
+        ))
+        .bearer_auth(&reader)
+        .send();
+    let busy = tokio::spawn(async move { busy.await.expect("busy watch").text().await });
+    b.wait_for_watchers(17).await;
+    let before = store_operations(&b).await;
+    for i in 1..=15 {
+        a.complete(&step(i), i).await;
+        b.complete(&step(100 + i), i).await;
+    }
+    // A's notifications arrive after its commits; give the last ones time to land.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let operations = store_operations(&b).await - before;
+    let waiting = watches.iter().filter(|w| !w.is_finished()).count();
+    figure(
+        "watch wake-ups",
+        format!(
+            "16 watches on a quiet namespace, 30 reports elsewhere (15 on each replica): \
+             {operations} store operations on the watches' replica, {waiting} still waiting"
+        ),
+    );
+    let busy: serde_json::Value =
+        serde_json::from_str(&busy.await.expect("answered").expect("body")).expect("JSON");
+    assert_eq!(busy["items"][0]["result"]["namespace"], NS, "{busy}");
+    // B's writes, and the busy watch's second read (its first was before `before`).
+    assert_eq!(operations, 16, "no read for the quiet watches");
+    assert_eq!(waiting, 16);
+    watches.iter().for_each(JoinHandle::abort);
+}

@@ -1,5 +1,6 @@
 //! Hearing the commits of other replicas: every writing transaction notifies the schema's
-//! channel with its new head, delivered at commit.
+//! channel with its new head and the namespaces it changed (`<revision> <namespace>...`),
+//! delivered at commit.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 
 use super::super::error::StoreResult;
-use super::super::notify::Notifier;
+use super::super::notify::{Changed, Notifier};
 use super::super::statements::READ_HEAD;
 use super::channel;
 
@@ -38,7 +39,8 @@ pub(super) async fn spawn(
 }
 
 async fn catch_up(pool: &PgPool, notifier: &Notifier) -> Result<(), sqlx::Error> {
-    notifier.publish(sqlx::query_scalar(READ_HEAD).fetch_one(pool).await?);
+    let head = sqlx::query_scalar(READ_HEAD).fetch_one(pool).await?;
+    notifier.publish(head, Changed::Anywhere);
     Ok(())
 }
 
@@ -59,12 +61,45 @@ async fn listen(
     loop {
         match listener.try_recv().await? {
             Some(notification) => {
-                if let Ok(revision) = notification.payload().parse() {
-                    notifier.publish(revision);
-                }
+                publish(notification.payload(), notifier);
             }
             // The connection dropped and came back: commits in between sent nothing.
             None => catch_up(pool, notifier).await?,
         }
+    }
+}
+
+/// Publishes a notification's `<revision>[ <namespace>...]`; without namespaces (a batch
+/// whose list did not fit the payload) the commit may have changed any.
+fn publish(payload: &str, notifier: &Notifier) {
+    let mut words = payload.split(' ');
+    let Some(Ok(revision)) = words.next().map(str::parse) else {
+        return;
+    };
+    let namespaces: Vec<&str> = words.filter(|word| !word.is_empty()).collect();
+    let changed = if namespaces.is_empty() {
+        Changed::Anywhere
+    } else {
+        Changed::In(&namespaces)
+    };
+    notifier.publish(revision, changed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_names_its_revision_and_namespaces() {
+        let notifier = Notifier::new(0);
+        let mut named = notifier.subscribe(Some("b"));
+        let mut other = notifier.subscribe(Some("c"));
+        publish("7 a b", &notifier);
+        assert_eq!(*named.borrow_and_update(), 7);
+        assert!(!other.has_changed().expect("open"));
+        publish("8", &notifier);
+        assert_eq!(*other.borrow_and_update(), 8, "no namespaces: any");
+        publish("not a revision", &notifier);
+        assert_eq!(notifier.latest(), 8);
     }
 }

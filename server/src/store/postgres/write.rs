@@ -22,7 +22,8 @@ const LOAD: &str = concat!(
 );
 
 /// Records changes `$2`-`$4` (revisions, namespaces, items) at `$5`, sets the head to
-/// `$1` and notifies the other replicas (delivered at commit).
+/// `$1` and notifies the other replicas (delivered at commit) with `<head> <namespace>...`,
+/// or the head alone when the namespaces would not fit a notification (8,000 bytes).
 macro_rules! record_and_notify {
     () => {
         concat!(
@@ -32,7 +33,9 @@ macro_rules! record_and_notify {
              head AS (UPDATE store_state SET revision = $1 WHERE id = 1) \
              SELECT pg_notify(",
             channel!(),
-            ", $1::text)"
+            ", $1::text || COALESCE((SELECT ' ' || string_agg(n, ' ') \
+             FROM (SELECT DISTINCT n FROM UNNEST($3::text[]) AS n) AS d \
+             HAVING sum(length(n) + 1) < 7900), ''))"
         )
     };
 }
