@@ -13,7 +13,7 @@ use utoipa::IntoParams;
 
 use super::AppState;
 use super::error::{ApiError, ApiResult};
-use super::overload::Slot;
+use super::overload::{Slot, WatchPlace};
 use super::params::{QueryParams, invalid_parameter, limit};
 use crate::auth::{Caller, Verb};
 use crate::store::FeedChunk;
@@ -64,6 +64,23 @@ fn page(chunk: FeedChunk) -> Response {
             epoch: chunk.epoch,
         },
     )
+}
+
+/// A place among the waiting watches. Whether the caller may act as the controller (which
+/// `--rbac` asks the API server) is asked only when a reader's places are taken.
+async fn watch_place(
+    state: &AppState,
+    caller: &Caller,
+    namespace: Option<&str>,
+) -> ApiResult<WatchPlace> {
+    let refused = match state.admission.watch(&caller.subject, false) {
+        Ok(place) => return Ok(place),
+        Err(refused) => refused,
+    };
+    match state.auth.authorize(caller, Verb::Create, namespace).await {
+        Ok(()) => state.admission.watch(&caller.subject, true),
+        Err(_) => Err(refused),
+    }
 }
 
 /// Every change with a revision above `since`, oldest first, then the revision to resume from.
@@ -129,7 +146,7 @@ pub async fn feed(
             return Ok(page(chunk));
         }
         if watch.is_none() {
-            watch = Some(state.admission.watch()?);
+            watch = Some(watch_place(&state, &caller, params.namespace.as_deref()).await?);
         }
         // Waiting holds no database connection, so it holds no slot in flight either.
         slot.release();

@@ -9,8 +9,10 @@
 //!    with `429 overloaded` and `Retry-After` rather than queue behind the database. It
 //!    holds the slot while it is served, never while it waits on its client. A watch
 //!    gives its slot back while it waits for a change, under a cap of its own
-//!    (`--max-watches`).
+//!    (`--max-watches`), of which one subject holds at most an eighth, and an eighth is
+//!    kept for callers who may act as the controller ([`Watches`]).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,7 +30,7 @@ use super::error::ApiError;
 #[derive(Debug)]
 pub struct Admission {
     in_flight: Arc<Semaphore>,
-    watches: Arc<Semaphore>,
+    watches: Arc<Watches>,
     /// Bytes of bodies held in memory, one permit a byte.
     pub(super) body_memory: Arc<Semaphore>,
     pub(super) body_timeout: Duration,
@@ -43,17 +45,78 @@ impl Admission {
     ) -> Self {
         Admission {
             in_flight: Arc::new(Semaphore::new(max_in_flight)),
-            watches: Arc::new(Semaphore::new(max_watches)),
+            watches: Arc::new(Watches {
+                cap: max_watches,
+                held: Mutex::default(),
+            }),
             body_memory: Arc::new(Semaphore::new(max_body_memory.min(Semaphore::MAX_PERMITS))),
             body_timeout,
         }
     }
 
-    /// A place among the watches waiting for a change, held until dropped.
-    pub fn watch(&self) -> Result<OwnedSemaphorePermit, ApiError> {
-        Arc::clone(&self.watches)
-            .try_acquire_owned()
-            .map_err(|_| overloaded("too many watches are waiting (--max-watches)"))
+    /// A place among the watches waiting for a change for `subject`, held until dropped;
+    /// `controller` when the caller may act as the controller.
+    pub fn watch(&self, subject: &str, controller: bool) -> Result<WatchPlace, ApiError> {
+        let watches = &self.watches;
+        let mut held = watches.held();
+        let share = (watches.cap / 8).max(1);
+        let open_to_all = watches.cap - watches.cap / 8;
+        let mine = held.by_subject.get(subject).copied().unwrap_or(0);
+        if held.open >= watches.cap || (!controller && held.open >= open_to_all) {
+            return Err(overloaded("too many watches are waiting (--max-watches)"));
+        }
+        if !controller && mine >= share {
+            return Err(overloaded(&format!(
+                "this subject has {mine} watches waiting, its share of --max-watches"
+            )));
+        }
+        held.open += 1;
+        *held.by_subject.entry(subject.to_owned()).or_default() += 1;
+        Ok(WatchPlace {
+            watches: Arc::clone(watches),
+            subject: subject.to_owned(),
+        })
+    }
+}
+
+/// Watches waiting for a change: at most `cap`; an eighth of them kept for callers who may
+/// act as the controller, so that readers cannot take the controller's; and at most an
+/// eighth held by one subject that may not, so that one reader cannot take the others'.
+#[derive(Debug)]
+struct Watches {
+    cap: usize,
+    held: Mutex<Held>,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    open: usize,
+    by_subject: HashMap<String, usize>,
+}
+
+impl Watches {
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A watch's place, given back when dropped.
+#[derive(Debug)]
+pub struct WatchPlace {
+    watches: Arc<Watches>,
+    subject: String,
+}
+
+impl Drop for WatchPlace {
+    fn drop(&mut self) {
+        let mut held = self.watches.held();
+        held.open -= 1;
+        if let Some(mine) = held.by_subject.get_mut(&self.subject) {
+            *mine -= 1;
+            if *mine == 0 {
+                held.by_subject.remove(&self.subject);
+            }
+        }
     }
 }
 

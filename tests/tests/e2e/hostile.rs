@@ -321,31 +321,30 @@ async fn only_the_feed_watches() {
     );
 }
 
-/// Waiting watches have a cap of their own (`--max-watches`, 128 by default).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiting_watches_are_capped() {
-    let server = TestServer::builder(Backend::Sqlite).start().await;
-    let reader = tokens::user_token(READER);
+/// `n` watches with `token`, each waiting up to a minute: their tasks answer the status.
+fn watches(server: &TestServer, token: &str, n: usize) -> Vec<JoinHandle<u16>> {
     let url = format!(
         "{}/api/v1/results?since=0&watch=true&timeoutSeconds=60",
         server.url()
     );
-    let watches: Vec<_> = (0..160)
+    (0..n)
         .map(|_| {
-            let (url, reader) = (url.clone(), reader.clone());
-            tokio::spawn(async move {
-                reqwest::Client::new()
-                    .get(url)
-                    .bearer_auth(reader)
-                    .send()
-                    .await
-                    .map_or(0, |answer| answer.status().as_u16())
-            })
+            let request = reqwest::Client::new().get(&url).bearer_auth(token);
+            tokio::spawn(async move { request.send().await.map_or(0, |a| a.status().as_u16()) })
         })
-        .collect();
-    let settled = async || {
+        .collect()
+}
+
+/// Waits until each of `watches` waits in the server or was answered, then answers how
+/// many wait and how the others were answered; the waiting ones stay.
+async fn settled(
+    server: &TestServer,
+    watches: &mut Vec<JoinHandle<u16>>,
+) -> (usize, BTreeMap<u16, usize>) {
+    let all = watches.len();
+    let waiting = async || {
         let metrics = server.get("/metrics", None).await.text;
-        let waiting = metrics
+        let waiting: usize = metrics
             .lines()
             .find_map(|line| {
                 line.strip_prefix("argo_results_feed_watchers ")?
@@ -354,25 +353,67 @@ async fn waiting_watches_are_capped() {
             })
             .unwrap_or(0);
         let answered = watches.iter().filter(|w| w.is_finished()).count();
-        (answered + waiting >= 160).then_some(waiting)
+        (answered + waiting >= all).then_some(waiting)
     };
-    let every_watch = "each of the 160 watches waits or is answered";
-    let waiting = eventually(every_watch, Duration::from_secs(10), settled).await;
-    let mut refused = Vec::new();
-    for watch in watches {
+    let waiting = eventually(
+        "each watch waits or is answered",
+        Duration::from_secs(10),
+        waiting,
+    )
+    .await;
+    let mut answered = Vec::new();
+    for watch in std::mem::take(watches) {
         if watch.is_finished() {
-            refused.push(watch.await.unwrap_or(0));
+            answered.push(watch.await.unwrap_or(0));
         } else {
-            watch.abort();
+            watches.push(watch);
         }
     }
-    let refused = tally(refused);
+    (waiting, tally(answered))
+}
+
+/// Waiting watches have a cap of their own (`--max-watches`, 128 by default): one reader
+/// holds at most an eighth of it, and an eighth is kept for the controller. One reader's
+/// 40 watches: 16 wait. Eight more readers' 16 each: the places readers may take (112)
+/// fill. The controller's watch still waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_watches_are_capped() {
+    let readers: Vec<String> = (1..=8).map(|i| format!("reader-{i}")).collect();
+    let flags: Vec<&str> = readers
+        .iter()
+        .flat_map(|r| ["--reader", r.as_str()])
+        .collect();
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&flags)
+        .start()
+        .await;
+    let mut waiting = watches(&server, &tokens::user_token(READER), 40);
+    let (one, one_answered) = settled(&server, &mut waiting).await;
+    let mut others: Vec<_> = readers
+        .iter()
+        .flat_map(|r| watches(&server, &tokens::user_token(r), 16))
+        .collect();
+    let (all, others_answered) = settled(&server, &mut others).await;
+    let mut controller = watches(&server, &tokens::user_token(CONTROLLER), 1);
+    let (with_controller, controller_answered) = settled(&server, &mut controller).await;
     figure(
         "watches",
-        format!("160 watches: {waiting} waiting, the others answered {refused:?}"),
+        format!(
+            "one reader's 40 watches: {one} waiting, the others answered {one_answered:?}; \
+             8 more readers' 128: {all} waiting in all, the others answered \
+             {others_answered:?}; the controller's: {with_controller} waiting, answered \
+             {controller_answered:?}"
+        ),
     );
-    assert_eq!(waiting, 128);
-    assert_eq!(refused, BTreeMap::from([(429, 32)]));
+    assert_eq!((one, one_answered), (16, BTreeMap::from([(429, 24)])));
+    assert_eq!((all, others_answered), (112, BTreeMap::from([(429, 32)])));
+    assert_eq!(
+        (with_controller, controller_answered),
+        (113, BTreeMap::new())
+    );
+    for watch in waiting.iter().chain(&others).chain(&controller) {
+        watch.abort();
+    }
 }
 
 /// Runs `task` with the server's address `n` times at once, each on a task of its own.
