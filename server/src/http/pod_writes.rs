@@ -36,20 +36,17 @@ impl PodWrites {
         self.per_hour
     }
 
-    /// Whether the pod with UID `pod` has budget left (a write may take it into debt).
-    pub fn allows(&self, pod: &str) -> bool {
-        let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
-        budgets.get_mut(pod).is_none_or(Bucket::has_some)
-    }
-
-    /// Charges the pod with UID `pod` for a change that stored `result`.
-    pub fn charge(&self, pod: &str, result: &NodeResult) {
-        let cost = CHANGE_OVERHEAD
-            + result
-                .outputs
-                .as_ref()
-                .map_or(0, |outputs| outputs.get().len())
-            + result.message.as_ref().map_or(0, String::len);
+    /// Reserves a change of `outputs` and `message` from the budget of the pod with UID
+    /// `pod` before it is written, so that writes in flight at once cannot all pass the
+    /// check and spend it several times over; `None` when nothing is left (a write may take
+    /// it into debt by its own size).
+    pub fn reserve(
+        &self,
+        pod: &str,
+        outputs: Option<&str>,
+        message: Option<&str>,
+    ) -> Option<Reserved<'_>> {
+        let amount = cost(outputs, message);
         let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
         if budgets.len() >= PODS_REMEMBERED && !budgets.contains_key(pod) {
             budgets.retain(|_, budget| !budget.is_full());
@@ -59,9 +56,59 @@ impl PodWrites {
             }
         }
         let per_hour = self.per_hour as f64;
-        budgets
+        let budget = budgets
             .entry(pod.to_owned())
-            .or_insert_with(|| Bucket::full(per_hour / 3600.0, per_hour))
-            .spend(cost as f64);
+            .or_insert_with(|| Bucket::full(per_hour / 3600.0, per_hour));
+        if !budget.has_some() {
+            return None;
+        }
+        budget.spend(amount);
+        Some(Reserved {
+            writes: self,
+            pod: pod.to_owned(),
+            amount,
+        })
+    }
+
+    /// Spends `amount` more of the pod's budget (gives it back when negative).
+    fn adjust(&self, pod: &str, amount: f64) {
+        let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(budget) = budgets.get_mut(pod) {
+            budget.spend(amount);
+        }
+    }
+}
+
+/// What a change costs: its outputs and message, and the rest of the row.
+fn cost(outputs: Option<&str>, message: Option<&str>) -> f64 {
+    (CHANGE_OVERHEAD + outputs.map_or(0, str::len) + message.map_or(0, str::len)) as f64
+}
+
+/// A change reserved from a pod's budget: settled at the size it was stored at, or given
+/// back whole when dropped unsettled (refused, or a replay that changed nothing).
+#[derive(Debug)]
+pub struct Reserved<'a> {
+    writes: &'a PodWrites,
+    pod: String,
+    amount: f64,
+}
+
+impl Reserved<'_> {
+    /// The change was stored as `result`.
+    pub fn settle(mut self, result: &NodeResult) {
+        let stored = cost(
+            result.outputs.as_deref().map(|outputs| outputs.get()),
+            result.message.as_deref(),
+        );
+        self.writes.adjust(&self.pod, stored - self.amount);
+        self.amount = 0.0;
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if self.amount != 0.0 {
+            self.writes.adjust(&self.pod, -self.amount);
+        }
     }
 }

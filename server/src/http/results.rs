@@ -136,15 +136,21 @@ pub async fn report(
     }
     validate::report(&body, &state.limits)?;
     state.counted(pod::authorize_report(&state.auth, &caller, &path, &body).await)?;
-    if !state.pod_writes.allows(&body.pod_uid) {
+    let outputs = body
+        .outputs
+        .as_deref()
+        .map(serde_json::value::RawValue::get);
+    let Some(reserved) = state
+        .pod_writes
+        .reserve(&body.pod_uid, outputs, body.message.as_deref())
+    else {
         return Err(overloaded(&format!(
             "pod {} changed more than {} bytes of results in the last hour \
              (--pod-write-budget)",
             body.pod_uid,
             state.pod_writes.per_hour()
         )));
-    }
-    let pod_uid = body.pod_uid.clone();
+    };
     let report = Report {
         pod_name: body.pod_name,
         pod_uid: body.pod_uid,
@@ -160,12 +166,13 @@ pub async fn report(
         .store
         .report(key(path, body.workflow_uid), report)
         .await;
-    // Only writes commit, and cost the pod; a replay answers from what is stored.
+    // Only writes commit, and cost the pod what they stored; a replay answers from what
+    // is stored, and a refusal changed nothing: both give the reservation back.
     if let Ok(written) = &stored
         && written.outcome != Outcome::Unchanged
     {
         state.metrics.report_committed(arrived.elapsed());
-        state.pod_writes.charge(&pod_uid, &written.result);
+        reserved.settle(&written.result);
     }
     state.metrics.report(report_outcome(&stored));
     Ok(written(stored?))

@@ -1377,3 +1377,55 @@ async fn commits_wake_only_the_watches_they_concern() {
     assert_eq!(waiting, 16);
     watches.iter().for_each(JoinHandle::abort);
 }
+
+/// One pod's 200 rewrites of 10 kB outputs at once, under a 100 kB `--pod-write-budget`:
+/// each reserves its size before it is written, so what is stored stays within the budget
+/// and one write, however many overlap. (Checked before and charged after, writes
+/// gathered into one transaction spent it many times over.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_rewrites_stay_within_the_pod_budget() {
+    const BUDGET: usize = 100_000;
+    const OUTPUTS: usize = 10_000;
+    let server = TestServer::builder(Backend::Sqlite)
+        // Writes gathered for a second commit together: all of them are in flight at once.
+        .flags(&[
+            "--pod-write-budget",
+            &BUDGET.to_string(),
+            "--max-in-flight",
+            "256",
+            "--batch-max",
+            "256",
+            "--batch-wait",
+            "1s",
+        ])
+        .start()
+        .await;
+    let s = step(1);
+    let (path, token) = (result_path(&s), pod_token(&s));
+    let rewrites = (1..=200i64).map(|i| {
+        let outputs = format!(
+            r#"{{"parameters":[{{"name":"p","value":"{i:05}{}"}}]}}"#,
+            "x".repeat(OUTPUTS)
+        );
+        let body = serde_json::to_string(&s.report(Some(i), false, Some(&outputs))).expect("json");
+        let (server, path, token) = (&server, &path, &token);
+        async move { server.put_json(path, token, body).await.status }
+    });
+    let statuses = tally(join_all(rewrites).await);
+    let stored = statuses.get(&200).unwrap_or(&0) + statuses.get(&201).unwrap_or(&0);
+    // What the budget charges a change: its outputs and 1 kB for the rest of the row.
+    let spent = stored * (OUTPUTS + 1_050);
+    figure(
+        "concurrent rewrites",
+        format!(
+            "200 rewrites of 10 kB at once, budget {BUDGET} bytes: {statuses:?}, {stored} \
+             stored, {:.2} times the budget",
+            spent as f64 / BUDGET as f64
+        ),
+    );
+    assert!(statuses.contains_key(&429), "{statuses:?}");
+    assert!(
+        spent <= BUDGET + OUTPUTS + 1_050,
+        "{stored} changes stored, {spent} bytes against a budget of {BUDGET}"
+    );
+}
