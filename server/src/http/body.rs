@@ -326,6 +326,15 @@ pub async fn receive(
     if body.size_hint().exact() == Some(0) {
         return Ok((body, None));
     }
+    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
+        let encoding = encoding.to_str().unwrap_or("?").trim();
+        if !encoding.eq_ignore_ascii_case("identity") {
+            return Err(ApiError::new(
+                ProblemCode::UnsupportedMediaType,
+                format!("the body must be sent as it is, not with Content-Encoding {encoding:?}"),
+            ));
+        }
+    }
     let limit = state.limits.max_body_bytes;
     let declared = headers
         .get(header::CONTENT_LENGTH)

@@ -391,3 +391,33 @@ async fn nul_and_oversized_text_are_422_on_both_backends(backend: Backend) {
         abandon.text
     );
 }
+
+/// A body sent with a `Content-Encoding` (`br`, `gzip`) is not read as if it were plain:
+/// `415`, and nothing stored. `identity` is no encoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encoded_bodies_are_415() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let path = result_path(&step(1).node_id);
+    let send = |encoding: &'static str| {
+        let request = reqwest::Client::new()
+            .put(format!("{}{path}", server.url()))
+            .bearer_auth(pod_token())
+            .header("content-type", "application/json")
+            .header("content-encoding", encoding)
+            .body(valid_report().to_string());
+        async move { argo_results_tests::server::Raw::read(request.send().await.expect("send")).await }
+    };
+    for encoding in ["br", "gzip", "identity, gzip"] {
+        let answer = send(encoding).await;
+        assert_eq!(answer.status, 415, "{encoding}: {}", answer.text);
+        assert_eq!(answer.json["code"], "unsupported_media_type");
+        assert!(
+            answer.json["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(encoding)
+        );
+        assert_nothing_written(&server).await;
+    }
+    assert_eq!(send("identity").await.status, 201);
+}
