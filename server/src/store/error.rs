@@ -29,6 +29,9 @@ pub enum StoreError {
     RolledBack { head: i64, seen: i64 },
     #[error("the database did not answer in time")]
     TimedOut,
+    /// The SQLite file is not the one the server opened: deleted, moved or replaced.
+    #[error("the SQLite file {0} was deleted or replaced under the server")]
+    FileMoved(String),
     #[error("cannot start the store's writer: {0}")]
     Runtime(std::io::Error),
     #[error("the system's random source failed")]
@@ -98,19 +101,7 @@ impl StoreError {
             StoreError::Database(
                 sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
             ) => Some(FailureKind::Unavailable),
-            // Postgres shutting down or restarting (57P0x), or a broken connection (08).
-            StoreError::Database(sqlx::Error::Database(error))
-                if error
-                    .code()
-                    .is_some_and(|code| code.starts_with("57P0") || code.starts_with("08")) =>
-            {
-                Some(FailureKind::Unavailable)
-            }
-            // A full disk (SQLITE_FULL, Postgres' disk_full) refuses every write until space
-            // is freed, as an outage does: 503, which clients retry, not 500, which they don't.
-            StoreError::Database(sqlx::Error::Database(error))
-                if matches!(error.code().as_deref(), Some("13" | "53100")) =>
-            {
+            StoreError::Database(sqlx::Error::Database(error)) if gone_for_now(&**error) => {
                 Some(FailureKind::Unavailable)
             }
             StoreError::Database(_) => Some(FailureKind::Database),
@@ -118,10 +109,31 @@ impl StoreError {
             StoreError::Corrupt(_) => Some(FailureKind::Corrupt),
             StoreError::UnsupportedUrl(_) | StoreError::Runtime(_) => Some(FailureKind::Config),
             StoreError::Shared(error) => error.failure(),
-            StoreError::Stopped | StoreError::TimedOut | StoreError::RolledBack { .. } => {
-                Some(FailureKind::Unavailable)
-            }
+            StoreError::Stopped
+            | StoreError::TimedOut
+            | StoreError::RolledBack { .. }
+            | StoreError::FileMoved(_) => Some(FailureKind::Unavailable),
             StoreError::Random => Some(FailureKind::Random),
+        }
+    }
+}
+
+/// Whether the database said it cannot serve for now, as an outage does, so that callers
+/// hear `503` and retry rather than `500`, which they don't: Postgres shutting down or
+/// restarting (57P0x), a broken connection (08xxx), a full disk (53100), the database
+/// dropped (3D000); SQLite's I/O error, full disk or file it cannot open (10, 13, 14 and
+/// their extended codes), or a file deleted or moved under the server
+/// (SQLITE_READONLY_DBMOVED, 1032).
+fn gone_for_now(error: &dyn sqlx::error::DatabaseError) -> bool {
+    let Some(code) = error.code() else {
+        return false;
+    };
+    match code.parse::<i32>() {
+        Ok(sqlite) => matches!(sqlite & 0xff, 10 | 13 | 14) || sqlite == 1032,
+        Err(_) => {
+            code.starts_with("57P0")
+                || code.starts_with("08")
+                || matches!(&*code, "53100" | "3D000")
         }
     }
 }

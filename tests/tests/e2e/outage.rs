@@ -1,12 +1,13 @@
-//! The database goes away under the server and comes back: probes and reports say so with
-//! 503 and Retry-After (no request waits on a dead database), nothing is written, and the
-//! server recovers by itself.
+//! The database goes away under the server (stopped, dropped, deleted) and comes back:
+//! probes and reports say so with 503 and Retry-After (no request waits on a dead
+//! database), nothing is written, and the server recovers by itself.
 
 use std::time::{Duration, Instant};
 
-use argo_results_tests::eventually;
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
+use argo_results_tests::server::Raw;
+use argo_results_tests::{Auth, Backend, TestServer, eventually};
 
 #[tokio::test]
 async fn a_database_outage_answers_503_and_recovers() {
@@ -85,4 +86,88 @@ async fn a_database_outage_answers_503_and_recovers() {
         "database outage: a report was refused with 503 after {} ms",
         answered_in.as_millis()
     );
+}
+
+/// A report with the server's unauthenticated client (`--auth none`) of step `i`.
+async fn put_report(server: &TestServer, i: u32) -> Raw {
+    let s = step(i);
+    let body = serde_json::to_string(&s.report(Some(1), true, Some(&outputs(i)))).expect("json");
+    let path = format!(
+        "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+        s.node_id
+    );
+    server
+        .raw(
+            reqwest::Method::PUT,
+            &path,
+            None,
+            Some("application/json"),
+            body,
+        )
+        .await
+}
+
+fn assert_unavailable(answer: &Raw, what: &str) {
+    assert_eq!(answer.status, 503, "{what}: {}", answer.text);
+    assert_eq!(answer.json["code"], "unavailable", "{what}");
+    assert!(answer.headers.contains_key("retry-after"), "{what}");
+}
+
+/// The database dropped under a running server (Postgres: `DROP DATABASE ... WITH
+/// (FORCE)`, then 3D000 on every new connection; SQLite: the file deleted, which SQLite
+/// would go on writing unlinked, losing what it acknowledged at the next restart) is an
+/// outage: `503` with `Retry-After`, which pods retry, not `500`, which they take as
+/// final, nor `201` for a write that will be lost.
+#[tokio::test]
+async fn a_dropped_database_answers_503() {
+    let admin = "postgres://postgres@127.0.0.1:5432/postgres";
+    let name = format!("argo_results_dropped_{}", std::process::id());
+    let psql = |sql: &str| {
+        let out = std::process::Command::new("psql")
+            .args([admin, "-q", "-c", sql])
+            .output()
+            .expect("psql");
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    psql(&format!("DROP DATABASE IF EXISTS {name}"));
+    psql(&format!("CREATE DATABASE {name}"));
+    let postgres = TestServer::builder(Backend::Postgres)
+        .database_url(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
+        .auth(Auth::None)
+        .start()
+        .await;
+    assert_eq!(put_report(&postgres, 1).await.status, 201);
+    psql(&format!("DROP DATABASE {name} WITH (FORCE)"));
+    // The first finds its connection terminated, the next no database to connect to.
+    let terminated = put_report(&postgres, 2).await;
+    let dropped = put_report(&postgres, 3).await;
+    let readyz = postgres.get("/readyz", None).await;
+
+    let sqlite = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::None)
+        .start()
+        .await;
+    assert_eq!(put_report(&sqlite, 1).await.status, 201);
+    let file = sqlite.dir.path().join("results.db");
+    std::fs::remove_file(&file).expect("remove the SQLite file");
+    let deleted = put_report(&sqlite, 2).await;
+    let sqlite_readyz = sqlite.get("/readyz", None).await;
+    println!(
+        "dropped databases: Postgres {} then {} {}; SQLite {} {}",
+        terminated.status,
+        dropped.status,
+        dropped.text.trim(),
+        deleted.status,
+        deleted.text.trim()
+    );
+    assert_unavailable(&terminated, "Postgres dropped, a pooled connection");
+    assert_unavailable(&dropped, "Postgres dropped");
+    assert_unavailable(&readyz, "Postgres dropped, /readyz");
+    assert_unavailable(&deleted, "SQLite deleted");
+    assert_unavailable(&sqlite_readyz, "SQLite deleted, /readyz");
+    assert!(sqlite.log().contains("results.db was deleted or replaced"));
 }

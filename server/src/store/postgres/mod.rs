@@ -57,6 +57,12 @@ const NOW: &str = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT
 const IDENTITY: &str = "SELECT s.system_identifier::text || '/' \
      || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) || '/' \
      || 'store_state'::regclass::oid::text FROM pg_control_system() AS s";
+/// Whether the database is still the one the server opened: a Postgres database cannot go
+/// unseen, since a dropped one refuses every connection (3D000).
+fn in_place(_: &PgBackend) -> StoreResult<()> {
+    Ok(())
+}
+
 /// A tick's claim, its row locked until the transaction ends.
 const SELECT_CLAIM_LOCKED: &str = concat!(
     "SELECT ",

@@ -12,7 +12,9 @@ use super::super::backend::{Backend, FeedRead};
 use super::super::error::StoreResult;
 use super::super::model::{ClaimQuery, ListQuery, ResultPage};
 use super::super::statements::READ_HEAD;
-use super::{Connection, Db, Pool, ThisBackend, claims, delete, epoch, pool, read, write};
+use super::{
+    Connection, Db, Pool, ThisBackend, claims, delete, epoch, in_place, pool, read, write,
+};
 
 impl Backend for ThisBackend {
     type Db = Db;
@@ -24,7 +26,7 @@ impl Backend for ThisBackend {
     async fn own_connection(&self) -> StoreResult<Self> {
         Ok(ThisBackend {
             pool: pool(&self.options, 1).await?,
-            options: self.options.clone(),
+            ..self.clone()
         })
     }
 
@@ -37,6 +39,7 @@ impl Backend for ThisBackend {
     where
         P: FnOnce(i64, Vec<Row>) -> StoreResult<Option<Batch>> + Send + 'a,
     {
+        in_place(self)?;
         write::batch(connection, keys, plan).await
     }
 
@@ -117,6 +120,7 @@ impl Backend for ThisBackend {
     }
 
     async fn head(&self) -> StoreResult<i64> {
+        in_place(self)?;
         Ok(sqlx::query_scalar(READ_HEAD).fetch_one(&self.pool).await?)
     }
 

@@ -22,7 +22,9 @@ mod epoch;
 mod read;
 mod write;
 
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::SqlitePool;
@@ -53,6 +55,40 @@ const SELECT_CLAIM_LOCKED: &str = SELECT_CLAIM;
 pub(super) struct SqliteBackend {
     pool: SqlitePool,
     options: SqliteConnectOptions,
+    file: Arc<DbFile>,
+}
+
+/// The database file as the server opened it.
+#[derive(Debug)]
+struct DbFile {
+    path: PathBuf,
+    /// Device and inode.
+    id: (u64, u64),
+}
+
+impl DbFile {
+    fn open(path: &str) -> StoreResult<Self> {
+        let path = PathBuf::from(path);
+        let id = file_id(&path).map_err(|error| StoreError::Database(sqlx::Error::Io(error)))?;
+        Ok(DbFile { path, id })
+    }
+}
+
+fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
+    let metadata = std::fs::metadata(path)?;
+    Ok((metadata.dev(), metadata.ino()))
+}
+
+/// Whether the database file is still the one the server opened. SQLite goes on writing
+/// to a file deleted or replaced under it, and what it then acknowledges is gone with the
+/// next restart: a write or a probe finds it out first, with a stat (about a microsecond),
+/// and the server answers `503` until the file is put back.
+fn in_place(backend: &SqliteBackend) -> StoreResult<()> {
+    let file = &backend.file;
+    match file_id(&file.path) {
+        Ok(id) if id == file.id => Ok(()),
+        _ => Err(StoreError::FileMoved(file.path.display().to_string())),
+    }
 }
 
 /// Creates the database file, if there is none, readable and writable by its owner only:
@@ -94,6 +130,7 @@ impl SqliteBackend {
         let backend = SqliteBackend {
             pool: pool(&options, max_connections).await?,
             options,
+            file: Arc::new(DbFile::open(path)?),
         };
         let mut migrator = sqlx::migrate!("../migrations/sqlite");
         // Migrations only add, so an older release (a rollback) runs on a newer schema.
