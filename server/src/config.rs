@@ -121,6 +121,16 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_AUDIENCE", default_value = argo_results_proto::token::DEFAULT_AUDIENCE)]
     pub audience: String,
 
+    /// Longest a token verified by its signature may live (`exp` - `iat`). The default
+    /// admits every token Kubernetes issues, including projected tokens its API server
+    /// extends to a year (--service-account-extend-token-expiration).
+    #[arg(long, env = "ARGO_RESULTS_MAX_TOKEN_LIFETIME", default_value = "400d", value_parser = parse_duration)]
+    pub max_token_lifetime: Duration,
+
+    /// Clock skew tolerated on a token's `exp`, `nbf` and `iat`, at most 5m.
+    #[arg(long, env = "ARGO_RESULTS_CLOCK_LEEWAY", default_value = "30s", value_parser = parse_leeway)]
+    pub clock_leeway: Duration,
+
     /// Subject allowed to read everything; repeatable (env: comma-separated).
     #[arg(long = "reader", env = "ARGO_RESULTS_READER", value_delimiter = ',')]
     pub readers: Vec<String>,
@@ -257,6 +267,15 @@ fn parse_batch_wait(text: &str) -> Result<Duration, String> {
         return Err(format!("{text:?} is longer than 1s"));
     }
     Ok(wait)
+}
+
+/// A clock leeway: at most 5 minutes, past which an expired token would stay good.
+fn parse_leeway(text: &str) -> Result<Duration, String> {
+    let leeway = parse_duration(text)?;
+    if leeway > Duration::from_secs(300) {
+        return Err(format!("{text:?} is longer than 5m"));
+    }
+    Ok(leeway)
 }
 
 /// A duration such as `500ms`, `90s`, `15m`, `24h`, `7d` or `1h30m`.

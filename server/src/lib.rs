@@ -24,7 +24,7 @@ use argo_results_proto::token::{self, DEV_ADMIN_SUBJECT, DEV_ISSUER, DEV_KEY_ID,
 use tokio::sync::watch;
 
 use auth::dev::{DevKey, DevKeyError};
-use auth::keys::{Issuer, KeyError, KeySet, TokenPolicy};
+use auth::keys::{Issuer, KeyError, KeySet, Lifetime, TokenPolicy};
 use auth::kube_calls::KubeCalls;
 use auth::kube_keys::KubeKeys;
 use auth::rbac::Rbac;
@@ -110,6 +110,10 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
         (None, false) => None,
     };
     let calls = Arc::new(KubeCalls::new(config.kube_api_qps));
+    let lifetime = Lifetime {
+        max: config.max_token_lifetime,
+        leeway: config.clock_leeway,
+    };
     let mut roles = RoleLists {
         readers: config.readers.clone(),
         controllers: config.controllers.clone(),
@@ -125,6 +129,7 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
             let policy = TokenPolicy {
                 audience: config.audience.clone(),
                 issuer,
+                lifetime,
             };
             Verifier::Keys(KeySet::from_jwks(&text, &policy)?)
         }
@@ -132,6 +137,7 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
             kube.clone(),
             config.audience.clone(),
             issuer,
+            lifetime,
         )),
         (None, Some(kube)) if config.token_review => Verifier::TokenReview(TokenReviewer::new(
             kube.clone(),
@@ -142,6 +148,7 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
             let policy = TokenPolicy {
                 audience: config.audience.clone(),
                 issuer: Issuer::Only(DEV_ISSUER.to_owned()),
+                lifetime,
             };
             let (key, keys) = auth::dev::load_or_create(&config.data_dir, &policy)?;
             dev = Some(key);

@@ -43,6 +43,7 @@ pub struct Grant {
 struct FakeState {
     jwks: Mutex<String>,
     jwks_fails: AtomicBool,
+    reviews_fail: AtomicBool,
     grants: Mutex<Vec<Grant>>,
     counts: Mutex<HashMap<&'static str, u32>>,
     /// How long each review takes to answer, in milliseconds (a loaded API server).
@@ -59,6 +60,18 @@ impl FakeState {
             .expect("counts")
             .entry(route)
             .or_default() += 1;
+    }
+
+    /// The API server's answer while reviews fail: a 500 whose message names etcd's
+    /// address, as a real one's may.
+    fn failed_review(&self) -> Option<Response> {
+        self.reviews_fail.load(Ordering::SeqCst).then(|| {
+            status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "etcdserver: request timed out, possibly due to connection lost to \
+                 https://10.96.0.7:2379",
+            )
+        })
     }
 
     /// Counts a review in flight until the guard is dropped, after the configured delay.
@@ -190,6 +203,9 @@ async fn token_review(
 ) -> Response {
     state.count("tokenreviews");
     let _in_flight = state.review().await;
+    if let Some(failed) = state.failed_review() {
+        return failed;
+    }
     let token = review.spec.token.clone().unwrap_or_default();
     let audiences = review.spec.audiences.clone().unwrap_or_default();
     let jwks = state.jwks.lock().expect("jwks").clone();
@@ -215,6 +231,9 @@ async fn access_review(
 ) -> Response {
     state.count("subjectaccessreviews");
     let _in_flight = state.review().await;
+    if let Some(failed) = state.failed_review() {
+        return failed;
+    }
     let spec = &review.spec;
     let Some(resource) = &spec.resource_attributes else {
         return status(
@@ -327,6 +346,11 @@ impl FakeKube {
     /// Makes the JWKS endpoint fail (503) or answer again.
     pub fn fail_jwks(&self, fail: bool) {
         self.state.jwks_fails.store(fail, Ordering::SeqCst);
+    }
+
+    /// Makes every TokenReview and SubjectAccessReview fail (500), or answer again.
+    pub fn fail_reviews(&self, fail: bool) {
+        self.state.reviews_fail.store(fail, Ordering::SeqCst);
     }
 
     /// Makes every TokenReview and SubjectAccessReview take `delay` to answer.

@@ -15,9 +15,6 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use super::cache::{TokenDigest, TtlCache, token_digest};
 use super::{AuthError, Reason};
 
-/// Clock skew tolerated on `exp`, `nbf` and `iat`.
-const LEEWAY_SECONDS: u64 = 30;
-
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     #[error("not a JWKS document: {0}")]
@@ -41,6 +38,38 @@ pub enum Issuer {
 pub struct TokenPolicy {
     pub audience: String,
     pub issuer: Issuer,
+    pub lifetime: Lifetime,
+}
+
+/// How long a token may live, and the clock skew tolerated on `exp`, `nbf` and `iat`
+/// (`--max-token-lifetime`, `--clock-leeway`): a key that signs tokens without end, or
+/// dated ahead, is refused rather than trusted for centuries.
+#[derive(Debug, Clone, Copy)]
+pub struct Lifetime {
+    pub max: Duration,
+    pub leeway: Duration,
+}
+
+impl Lifetime {
+    /// Whether `claims`, issued by a trusted key, keep to it at `now` (Unix seconds).
+    fn check(&self, claims: &TokenClaims, now: u64) -> Result<(), AuthError> {
+        if claims.iat > now.saturating_add(self.leeway.as_secs()) {
+            return Err(AuthError::unauthenticated(
+                Reason::NotYetValid,
+                "token was issued in the future (iat), beyond --clock-leeway",
+            ));
+        }
+        if claims.exp.saturating_sub(claims.iat) > self.max.as_secs() {
+            return Err(AuthError::unauthenticated(
+                Reason::TooLong,
+                format!(
+                    "token lives longer than --max-token-lifetime ({} days)",
+                    self.max.as_secs() / 86_400
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -53,6 +82,7 @@ struct TrustedKey {
 #[derive(Debug)]
 pub struct KeySet {
     keys: Vec<TrustedKey>,
+    lifetime: Lifetime,
     /// Claims of tokens these keys verified, until the token expires: a pod's later
     /// requests cost a hash instead of a signature check. A new key set (a rotation)
     /// starts empty.
@@ -112,6 +142,7 @@ impl KeySet {
         }
         Ok(KeySet {
             keys,
+            lifetime: policy.lifetime,
             verified: TtlCache::new(VERIFIED_TOKENS),
         })
     }
@@ -128,6 +159,7 @@ impl KeySet {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
+        self.lifetime.check(&claims, now)?;
         let ttl = Duration::from_secs(claims.exp.saturating_sub(now));
         if !ttl.is_zero() {
             self.verified.insert(digest, claims.clone(), ttl);
@@ -173,7 +205,7 @@ impl TrustedKey {
         policy: &TokenPolicy,
     ) -> Self {
         let mut validation = Validation::new(algorithm);
-        validation.leeway = LEEWAY_SECONDS;
+        validation.leeway = policy.lifetime.leeway.as_secs();
         validation.validate_nbf = true;
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.set_audience(&[&policy.audience]);
@@ -240,6 +272,10 @@ mod tests {
         TokenPolicy {
             audience: "argo-results".into(),
             issuer: Issuer::Any,
+            lifetime: Lifetime {
+                max: Duration::from_secs(400 * 86_400),
+                leeway: Duration::from_secs(30),
+            },
         }
     }
 

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::keys::{Issuer, KeySet, TokenPolicy};
+use super::keys::{Issuer, KeySet, Lifetime, TokenPolicy};
 use super::{AuthError, KubeApi, Reason};
 
 const REFRESH_EVERY: Duration = Duration::from_secs(600);
@@ -33,6 +33,7 @@ pub struct KubeKeys {
     audience: String,
     /// `None`: the issuer the cluster's OIDC discovery names.
     issuer: Option<Issuer>,
+    lifetime: Lifetime,
     keys: RwLock<Option<Arc<KeySet>>>,
     /// When the last fetch started; held while fetching, so fetches never overlap.
     last_fetch: Mutex<Option<Instant>>,
@@ -40,11 +41,17 @@ pub struct KubeKeys {
 
 impl KubeKeys {
     /// Starts loading and refreshing the keys in the background.
-    pub fn start(client: KubeApi, audience: String, issuer: Option<Issuer>) -> Arc<Self> {
+    pub fn start(
+        client: KubeApi,
+        audience: String,
+        issuer: Option<Issuer>,
+        lifetime: Lifetime,
+    ) -> Arc<Self> {
         let keys = Arc::new(KubeKeys {
             client,
             audience,
             issuer,
+            lifetime,
             keys: RwLock::new(None),
             last_fetch: Mutex::new(None),
         });
@@ -92,6 +99,7 @@ impl KubeKeys {
                 .issuer
                 .clone()
                 .unwrap_or(Issuer::Only(discovery.issuer)),
+            lifetime: self.lifetime,
         };
         KeySet::from_jwks(&self.get("/openid/v1/jwks").await?, &policy)
             .map_err(|e| format!("JWKS: {e}"))

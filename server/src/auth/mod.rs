@@ -57,6 +57,7 @@ pub enum Reason {
     BadSignature,
     Expired,
     NotYetValid,
+    TooLong,
     WrongAudience,
     WrongIssuer,
     MissingClaim,
@@ -77,6 +78,7 @@ impl Reason {
             Reason::BadSignature => "bad_signature",
             Reason::Expired => "expired",
             Reason::NotYetValid => "not_yet_valid",
+            Reason::TooLong => "too_long",
             Reason::WrongAudience => "wrong_audience",
             Reason::WrongIssuer => "wrong_issuer",
             Reason::MissingClaim => "missing_claim",
@@ -106,6 +108,15 @@ impl AuthError {
             reason,
             detail: detail.into(),
         }
+    }
+
+    /// A call to the Kubernetes API failed: its error, which may name the API server's or
+    /// etcd's addresses, goes to the log, and the caller hears only what to do.
+    pub fn kube_failed(call: &str, error: &kube::Error) -> Self {
+        tracing::warn!(%error, call, "the Kubernetes API refused or failed a call");
+        AuthError::Unavailable(format!(
+            "the Kubernetes API could not answer a {call}; retry later"
+        ))
     }
 
     /// The reason to count this failure under.
@@ -145,29 +156,36 @@ impl Caller {
         let Some(kubernetes) = claims.kubernetes else {
             return Ok(caller);
         };
-        if let Some(account) = &kubernetes.serviceaccount {
-            let expected = format!(
-                "system:serviceaccount:{}:{}",
-                kubernetes.namespace, account.name
-            );
-            if caller.subject != expected {
-                return Err(AuthError::unauthenticated(
-                    Reason::SubjectMismatch,
-                    format!(
-                        "token subject {:?} disagrees with its kubernetes.io claim ({expected})",
-                        caller.subject
-                    ),
-                ));
-            }
-            caller.uid = Some(account.uid.clone());
-            caller.groups.splice(
-                0..0,
-                [
-                    "system:serviceaccounts".to_owned(),
-                    format!("system:serviceaccounts:{}", kubernetes.namespace),
-                ],
-            );
+        // Kubernetes puts the service account in every token it signs with this claim; one
+        // without it would skip the subject check below and act with its `sub` in another
+        // namespace's pod.
+        let Some(account) = &kubernetes.serviceaccount else {
+            return Err(AuthError::unauthenticated(
+                Reason::MissingClaim,
+                "token's kubernetes.io claim names no service account",
+            ));
+        };
+        let expected = format!(
+            "system:serviceaccount:{}:{}",
+            kubernetes.namespace, account.name
+        );
+        if caller.subject != expected {
+            return Err(AuthError::unauthenticated(
+                Reason::SubjectMismatch,
+                format!(
+                    "token subject {:?} disagrees with its kubernetes.io claim ({expected})",
+                    caller.subject
+                ),
+            ));
         }
+        caller.uid = Some(account.uid.clone());
+        caller.groups.splice(
+            0..0,
+            [
+                "system:serviceaccounts".to_owned(),
+                format!("system:serviceaccounts:{}", kubernetes.namespace),
+            ],
+        );
         if let Some(pod) = kubernetes.pod {
             caller
                 .extra

@@ -73,7 +73,7 @@ impl Rbac {
         let reviewed = Api::<SubjectAccessReview>::all(self.client.0.clone())
             .create(&PostParams::default(), &review)
             .await
-            .map_err(|e| AuthError::Unavailable(format!("SubjectAccessReview failed: {e}")))?;
+            .map_err(|error| AuthError::kube_failed("SubjectAccessReview", &error))?;
         let allowed = reviewed.status.is_some_and(|status| status.allowed);
         self.cache
             .insert(key, allowed, if allowed { ALLOWED_FOR } else { DENIED_FOR });

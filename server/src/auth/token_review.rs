@@ -114,7 +114,7 @@ impl TokenReviewer {
         let reviewed = Api::<TokenReview>::all(self.client.0.clone())
             .create(&PostParams::default(), &review)
             .await
-            .map_err(|e| AuthError::Unavailable(format!("TokenReview failed: {e}")))?;
+            .map_err(|error| AuthError::kube_failed("TokenReview", &error))?;
         let status = reviewed.status.unwrap_or_default();
         let refused =
             |detail: String| Err(AuthError::unauthenticated(Reason::ReviewDenied, detail));

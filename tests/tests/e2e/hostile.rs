@@ -1429,3 +1429,136 @@ async fn concurrent_rewrites_stay_within_the_pod_budget() {
         "{stored} changes stored, {spent} bytes against a budget of {BUDGET}"
     );
 }
+
+/// An API server that fails a TokenReview or a SubjectAccessReview may say where etcd
+/// is: the caller hears `503` with `Retry-After` and what to do, the log keeps the cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_api_servers_detail_stays_in_the_log() {
+    let kube = FakeKube::start().await;
+    kube.fail_reviews(true);
+    for review in ["--token-review", "--rbac"] {
+        let flags: &[&str] = match review {
+            "--rbac" => &["--kube-jwks", "--rbac"],
+            _ => &["--token-review"],
+        };
+        let server = TestServer::builder(Backend::Sqlite)
+            .auth(Auth::Kube(&kube))
+            .flags(flags)
+            .start()
+            .await;
+        server.wait_ready().await;
+        let answer = server
+            .get(
+                "/api/v1/namespaces/argo/workflows/wf/results",
+                Some(&tokens::user_token(READER)),
+            )
+            .await;
+        figure(
+            "a failing API server",
+            format!("{review}: {} {}", answer.status, answer.text.trim()),
+        );
+        assert_eq!(answer.status, 503, "{review}: {}", answer.text);
+        assert_eq!(answer.json["code"], "unavailable");
+        assert!(answer.headers.contains_key("retry-after"));
+        assert!(
+            !answer.text.contains("10.96.0.7"),
+            "{review}: {}",
+            answer.text
+        );
+        let detail = answer.json["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains("retry later"), "{detail}");
+        let log = server.log();
+        assert!(
+            log.contains("10.96.0.7:2379"),
+            "{review}: the cause is not in the log"
+        );
+    }
+}
+
+/// `whoami` with `claims` signed by the test keys the server trusts.
+async fn whoami_signed(server: &TestServer, claims: &TokenClaims) -> (u16, String) {
+    let answer = server
+        .get(
+            "/api/v1/whoami",
+            Some(&tokens::sign(&tokens::rs256(), claims)),
+        )
+        .await;
+    (
+        answer.status,
+        answer.json["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+/// A holder of a trusted key cannot mint tokens good for centuries or dated ahead: `exp`
+/// past `--max-token-lifetime` (400 days by default, more than the year Kubernetes extends
+/// projected tokens to) and `iat` beyond `--clock-leeway` in the future are refused;
+/// a year-long token and a clock 20 s ahead are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_lifetimes_are_bounded() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let now = now();
+    let with = |iat: u64, exp: u64| TokenClaims {
+        iat,
+        exp,
+        ..tokens::user_claims(READER)
+    };
+    let year = 365 * 86_400;
+    let cases = [
+        (
+            "exp in 2200",
+            with(now, 7_258_118_400),
+            401,
+            "--max-token-lifetime",
+        ),
+        (
+            "iat ten years ahead",
+            with(now + 10 * year, now + 10 * year + 600),
+            401,
+            "--clock-leeway",
+        ),
+        (
+            "iat 5 min ahead",
+            with(now + 300, now + 900),
+            401,
+            "--clock-leeway",
+        ),
+        (
+            "a year, as Kubernetes extends projected tokens",
+            with(now, now + year),
+            200,
+            "",
+        ),
+        ("iat 20 s ahead", with(now + 20, now + 620), 200, ""),
+    ];
+    for (case, claims, status, detail) in cases {
+        let (got, said) = whoami_signed(&server, &claims).await;
+        figure("token lifetimes", format!("{case}: {got} {said}"));
+        assert_eq!(got, status, "{case}: {said}");
+        assert!(said.contains(detail), "{case}: {said}");
+    }
+}
+
+/// A token whose `kubernetes.io` claim names no service account would skip the check that
+/// `sub` is that account: with the controller's subject and another namespace it acted as
+/// the controller. It is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubernetes_claim_without_its_service_account_is_refused() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let mut claims = tokens::user_claims(CONTROLLER);
+    if let Some(kubernetes) = &mut claims.kubernetes {
+        kubernetes.namespace = "workflows".into();
+        kubernetes.serviceaccount = None;
+    }
+    let (status, detail) = whoami_signed(&server, &claims).await;
+    figure(
+        "kubernetes.io without a service account",
+        format!("{status} {detail}"),
+    );
+    assert_eq!(status, 401, "{detail}");
+    assert!(detail.contains("names no service account"), "{detail}");
+    let (status, _) = whoami_signed(&server, &tokens::user_claims(CONTROLLER)).await;
+    assert_eq!(status, 200, "the controller's own token");
+}
