@@ -13,16 +13,17 @@ pub enum Refusal {
     StaleSequence { given: i64, stored: i64 },
     #[error("sequence {given} was already stored with different content")]
     SequenceReused { given: i64 },
-    #[error("node {node_id} is bound to pod {bound}; pod UID {given} may not write it")]
+    /// The refusal names the pod that asked, never the one the node is bound to: that is
+    /// another pod's identity, and the log has it.
+    #[error("node {node_id} is bound to another pod; pod UID {given} may not write it")]
     PodMismatch {
         node_id: String,
         bound: String,
         given: String,
     },
     #[error(
-        "node {node_id} expects no report from pod {pod}{expected}: pods may report only the \
-         nodes the controller registered for them (--require-expectation)",
-        expected = match expected { Some(name) => format!(" (it expects pod {name})"), None => String::new() }
+        "node {node_id} expects no report from pod {pod}: pods may report only the nodes the \
+         controller registered for them (--require-expectation)"
     )]
     NotExpected {
         node_id: String,

@@ -159,10 +159,12 @@ impl From<StoreError> for ApiError {
             Refusal::StaleSequence { .. } | Refusal::SequenceReused { .. } => {
                 ApiError::new(ProblemCode::StaleSequence, detail).with_field("sequence")
             }
-            Refusal::PodMismatch { .. } => {
+            Refusal::PodMismatch { ref bound, .. } => {
+                tracing::info!(bound, "{detail}");
                 ApiError::new(ProblemCode::PodMismatch, detail).with_field("podUid")
             }
-            Refusal::NotExpected { .. } => {
+            Refusal::NotExpected { ref expected, .. } => {
+                tracing::info!(expected, "{detail}");
                 ApiError::new(ProblemCode::NotExpected, detail).with_field("podName")
             }
             Refusal::OutputsTooLarge { .. } => {

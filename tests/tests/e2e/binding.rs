@@ -89,8 +89,8 @@ async fn an_impostor_whose_name_fits_cannot_take_the_node(backend: Backend) {
     };
     let detail = not_expected(impostor().await);
     assert!(
-        detail.contains("race-main-31337"),
-        "names the expected pod: {detail}"
+        detail.contains("race-anything-31337") && !detail.contains("race-main-31337"),
+        "names the pod that asked, not the one expected: {detail}"
     );
     let stored = server
         .pod(NS, "race-main-31337", "real-uid")
@@ -134,6 +134,14 @@ async fn a_registered_pod_uid_refuses_another_pod(backend: Backend) {
         .await
         .expect_err("the pod the controller replaced");
     assert_eq!(late.code(), Some(ProblemCode::PodMismatch));
+    let detail = late.problem().map(|p| p.detail.clone()).unwrap_or_default();
+    assert!(detail.contains("another pod"), "{detail}");
+    for other in [&restarted.pod_name, &restarted.pod_uid] {
+        assert!(
+            !detail.contains(other.as_str()),
+            "names the bound pod: {detail}"
+        );
+    }
     server.complete(&restarted, 2).await;
 }
 
