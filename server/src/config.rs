@@ -76,6 +76,13 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_open_connections: u32,
 
+    /// Connections open at once from one address [default: half of
+    /// --max-open-connections]. Behind a proxy or a SNAT that gives every client one
+    /// address, raise it to --max-open-connections.
+    #[arg(long, env = "ARGO_RESULTS_MAX_CONNECTIONS_PER_PEER",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_peer: Option<u32>,
+
     /// Trust the keys of this JWKS file (offline validation of service-account tokens).
     #[arg(long, env = "ARGO_RESULTS_JWKS_FILE")]
     pub jwks_file: Option<PathBuf>,

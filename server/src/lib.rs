@@ -246,6 +246,21 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         Arc::clone(&store),
         Arc::clone(&metrics),
     );
+    let connections = listener::fit_open_files(
+        listener::Limits {
+            header_timeout: config.header_timeout,
+            idle_timeout: config.idle_timeout,
+            max_connections: config.max_open_connections as usize,
+            max_per_peer: config
+                .max_connections_per_peer
+                .map_or(config.max_open_connections as usize / 2, |n| n as usize)
+                .max(1),
+        },
+        // The metrics listener's, the pool's, and a margin for files, the writer's
+        // connection and the Kubernetes client.
+        OPERATIONS_CONNECTIONS + config.max_connections as usize + 64,
+    );
+    let api_guard = Guard::new("api", connections, Arc::clone(&metrics));
     let state = http::AppState::new(http::Shared {
         store,
         auth: authenticator,
@@ -262,12 +277,8 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             config.body_timeout,
         ),
         pod_writes: http::PodWrites::new(config.pod_write_budget()),
+        api_connections: api_guard.clone(),
     });
-    let connections = listener::Limits {
-        header_timeout: config.header_timeout,
-        idle_timeout: config.idle_timeout,
-        max_connections: config.max_open_connections as usize,
-    };
     let listener =
         listener::bind(config.listen, connections.max_connections).map_err(|source| {
             StartError::Listen {
@@ -302,6 +313,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         // take these.
         let limits = listener::Limits {
             max_connections: connections.max_connections.min(OPERATIONS_CONNECTIONS),
+            max_per_peer: OPERATIONS_CONNECTIONS,
             ..connections
         };
         let guard = Guard::new("metrics", limits, Arc::clone(&metrics));
@@ -339,7 +351,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         stopping_handle.graceful_shutdown(Some(grace));
     });
     let app = http::router(state, config.metrics_listen.is_none()).into_make_service();
-    let guard = Guard::new("api", connections, metrics);
+    let guard = api_guard;
     match tls {
         Some(tls) => {
             let server = axum_server::from_tcp_rustls(listener, tls)

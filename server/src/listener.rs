@@ -1,21 +1,28 @@
 //! Every listener, the API's and `--metrics-listen`'s, plain or TLS, is defended the same
 //! way against clients that connect and then hold on:
 //!
-//! - at most `--max-open-connections` connections are open at once; a connection past
-//!   the cap is closed as it arrives (and the log says so), so that a flood of sockets
-//!   cannot exhaust the process's file descriptors;
+//! - at most `--max-open-connections` connections are open at once, and at most
+//!   `--max-connections-per-peer` from one address. At either cap, the oldest connection
+//!   (of that address, for its cap) without a request answered or in flight, silent for
+//!   0.1 s or open for 1 s (an idle socket of a flood), is closed to make room; only when there is none
+//!   is the newcomer closed as it arrives (and the log says so). So a flood of sockets can neither exhaust the process's file
+//!   descriptors nor lock out clients that use their connections;
+//! - a connection must send its first byte within 3 s (or `--header-timeout`, if
+//!   shorter): every real client speaks at once;
 //! - a connection's TLS handshake, its first request's headers and (HTTP/1.1) every later
 //!   request's headers must arrive within `--header-timeout`;
 //! - a connection with no request in flight for `--idle-timeout` is closed (HTTP/2 has
 //!   no header timeout after its first request; this bounds it);
 //! - an HTTP/1.1 connection reads at most 128 KiB ahead of its request's handler.
 
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use axum_server::Server;
@@ -23,19 +30,28 @@ use axum_server::accept::Accept;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 use tower::Service;
 
 use crate::metrics::Metrics;
 
-/// The timeouts and the cap of one listener.
+/// The timeouts and the caps of one listener.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    pub max_per_peer: usize,
 }
+
+/// How long a new connection may stay silent: a client that connects speaks at once.
+const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long a connection may go without a request in flight or answered before it may be
+/// closed to make room for another: not one that is still sending its first headers.
+const UNUSED_AFTER: Duration = Duration::from_secs(1);
+/// The same for a connection that has sent nothing at all.
+const SILENT_AFTER: Duration = Duration::from_millis(100);
 
 /// What an HTTP/1.1 connection reads ahead of its handler, at most (hyper's default is
 /// 400 KiB): headers must fit (a token past 16 KiB still reaches the check that refuses it
@@ -61,20 +77,108 @@ pub fn bind(
     socket.listen(backlog)?.into_std()
 }
 
+/// `limits` with the connection cap lowered to what the process's open-file limit leaves
+/// after `reserved` descriptors, so that the cap, not the kernel's EMFILE, refuses
+/// connections (and says so); the per-peer cap is kept within it.
+pub fn fit_open_files(limits: Limits, reserved: usize) -> Limits {
+    let Some(files) = open_files_limit() else {
+        return limits;
+    };
+    let room = files.saturating_sub(reserved).max(16);
+    if limits.max_connections <= room {
+        return limits;
+    }
+    tracing::warn!(
+        max_open_connections = limits.max_connections,
+        open_files = files,
+        clamped_to = room,
+        "--max-open-connections does not fit the open-file limit (ulimit -n) with the \
+         descriptors the server needs besides: lowered"
+    );
+    Limits {
+        max_connections: room,
+        max_per_peer: limits.max_per_peer.min(room),
+        ..limits
+    }
+}
+
+/// The process's soft limit of open files, from `/proc/self/limits` (Linux).
+fn open_files_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))?;
+    line["Max open files".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The refusal of connections past the cap is logged at most this often.
 const WARN_EVERY: Duration = Duration::from_secs(10);
 
-/// Admits connections up to the cap and makes each close when idle.
+/// Admits connections up to the caps and makes each close when idle.
 #[derive(Debug, Clone)]
 pub struct Guard {
     name: &'static str,
     limits: Limits,
-    permits: Arc<Semaphore>,
-    open: Gauge,
+    open: Arc<Mutex<Open>>,
+    gauge: Gauge,
     metrics: Arc<Metrics>,
     started: Instant,
-    /// When the refusal was last logged, in milliseconds since `started`, plus one.
+    /// When a refusal was last logged, in milliseconds since `started`, plus one.
     warned: Arc<AtomicU64>,
+}
+
+/// The connections open on one listener, oldest first, and how many each peer holds.
+#[derive(Debug, Default)]
+struct Open {
+    next: u64,
+    connections: BTreeMap<u64, (IpAddr, Arc<Activity>)>,
+    per_peer: HashMap<IpAddr, usize>,
+}
+
+impl Open {
+    fn remove(&mut self, id: u64) {
+        let Some((peer, _)) = self.connections.remove(&id) else {
+            return;
+        };
+        if let Some(count) = self.per_peer.get_mut(&peer) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_peer.remove(&peer);
+            }
+        }
+    }
+
+    /// The oldest connection (of `peer`, if given) that has neither had a request
+    /// answered nor has one in flight: an idle socket, the first to go when room is needed.
+    fn idle_since_open(&self, peer: Option<IpAddr>) -> Option<u64> {
+        self.connections
+            .iter()
+            .find(|(_, (from, activity))| {
+                peer.is_none_or(|peer| *from == peer) && activity.never_used()
+            })
+            .map(|(id, _)| *id)
+    }
+
+    /// Closes connection `id` to make room.
+    fn evict(&mut self, id: u64) {
+        if let Some((_, activity)) = self.connections.get(&id) {
+            activity.close();
+        }
+        self.remove(id);
+    }
+}
+
+/// Why a connection was closed as it arrived.
+#[derive(Debug, Clone, Copy)]
+enum Refused {
+    /// `--max-open-connections`, every open connection in use.
+    Full,
+    /// `--max-connections-per-peer`.
+    Peer,
 }
 
 impl Guard {
@@ -83,36 +187,86 @@ impl Guard {
         Guard {
             name,
             limits,
-            permits: Arc::new(Semaphore::new(limits.max_connections)),
-            open: metrics.connections(name),
+            open: Arc::default(),
+            gauge: metrics.connections(name),
             metrics,
             started: Instant::now(),
             warned: Arc::new(AtomicU64::new(0)),
         }
     }
 
-    fn refuse(&self) -> io::Error {
-        self.metrics.connection_refused(self.name);
+    /// Whether the listener is full of connections in use, so that a newcomer would be
+    /// closed: the replica cannot serve, and should leave the Service until it can.
+    pub fn saturated(&self) -> bool {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.connections.len() >= self.limits.max_connections
+            && open.idle_since_open(None).is_none()
+    }
+
+    /// Logs `what` at most every [`WARN_EVERY`] across this listener's warnings.
+    fn warn_now(&self) -> bool {
         let now = self.started.elapsed().as_millis() as u64 + 1;
         let last = self.warned.load(Ordering::Relaxed);
         let due = last == 0 || now - last >= WARN_EVERY.as_millis() as u64;
-        if due
-            && self
-                .warned
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            tracing::warn!(
-                listener = self.name,
-                cap = self.limits.max_connections,
-                "connection cap reached (--max-open-connections): new connections are closed \
-                 at once until open ones end"
-            );
+        due && self
+            .warned
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    fn refuse(&self, why: Refused, peer: IpAddr) -> io::Error {
+        self.metrics.connection_refused(self.name);
+        if self.warn_now() {
+            match why {
+                Refused::Full => tracing::warn!(
+                    listener = self.name,
+                    cap = self.limits.max_connections,
+                    "connection cap reached (--max-open-connections) with every connection in \
+                     use: new connections are closed at once until open ones end"
+                ),
+                Refused::Peer => tracing::warn!(
+                    listener = self.name,
+                    %peer,
+                    cap = self.limits.max_per_peer,
+                    "a peer holds --max-connections-per-peer connections: its new ones are \
+                     closed at once"
+                ),
+            }
         }
         io::Error::other("connection cap reached")
     }
 
-    /// Applies the header timeouts to `server`, whose acceptor includes this guard.
+    /// Logs a failed accept (the kernel's, a handshake's, or a refusal), at most every
+    /// [`WARN_EVERY`]: a flood must not flood the log too.
+    pub fn accept_failed(&self, error: &io::Error) {
+        if self.warn_now() {
+            tracing::warn!(listener = self.name, %error, "a connection could not be accepted");
+        }
+    }
+
+    /// Registers a connection from `peer`, making room by closing the oldest idle one at
+    /// the cap; its id, or why it is refused.
+    fn admit(&self, peer: IpAddr, activity: &Arc<Activity>) -> Result<u64, Refused> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.per_peer.get(&peer).copied().unwrap_or(0) >= self.limits.max_per_peer {
+            let oldest = open.idle_since_open(Some(peer)).ok_or(Refused::Peer)?;
+            open.evict(oldest);
+            self.metrics.connection_evicted(self.name);
+        }
+        if open.connections.len() >= self.limits.max_connections {
+            let oldest = open.idle_since_open(None).ok_or(Refused::Full)?;
+            open.evict(oldest);
+            self.metrics.connection_evicted(self.name);
+        }
+        let id = open.next;
+        open.next += 1;
+        open.connections.insert(id, (peer, Arc::clone(activity)));
+        *open.per_peer.entry(peer).or_default() += 1;
+        Ok(id)
+    }
+
+    /// Applies the header timeouts to `server`, whose acceptor includes this guard, and
+    /// logs its failed accepts.
     pub fn configure<A>(
         &self,
         mut server: Server<std::net::SocketAddr, A>,
@@ -122,7 +276,10 @@ impl Guard {
             .http1()
             .header_read_timeout(self.limits.header_timeout)
             .max_buf_size(READ_BUFFER);
-        server.first_request_timeout(self.limits.header_timeout)
+        let guard = self.clone();
+        server
+            .first_request_timeout(self.limits.header_timeout)
+            .accept_error_handler(move |_, error| guard.accept_failed(error))
     }
 }
 
@@ -132,18 +289,28 @@ impl<S> Accept<TcpStream, S> for Guard {
     type Future = std::future::Ready<io::Result<(Self::Stream, Self::Service)>>;
 
     fn accept(&self, stream: TcpStream, service: S) -> Self::Future {
-        let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() else {
-            return std::future::ready(Err(self.refuse()));
+        let peer = match stream.peer_addr() {
+            Ok(address) => address.ip(),
+            Err(error) => return std::future::ready(Err(error)),
         };
-        self.open.inc();
         let activity = Arc::new(Activity::new());
+        let id = match self.admit(peer, &activity) {
+            Ok(id) => id,
+            Err(why) => return std::future::ready(Err(self.refuse(why, peer))),
+        };
+        self.gauge.inc();
+        let first_byte = FIRST_BYTE_TIMEOUT.min(self.limits.header_timeout);
         let stream = Guarded {
             inner: stream,
-            idle_check: Box::pin(tokio::time::sleep(self.limits.idle_timeout)),
+            idle_check: Box::pin(tokio::time::sleep(first_byte)),
             idle_timeout: self.limits.idle_timeout,
+            first_byte,
             activity: Arc::clone(&activity),
-            open: self.open.clone(),
-            _permit: permit,
+            _place: Place {
+                id,
+                open: Arc::clone(&self.open),
+                gauge: self.gauge.clone(),
+            },
         };
         std::future::ready(Ok((
             stream,
@@ -162,6 +329,14 @@ struct Activity {
     in_flight: AtomicUsize,
     /// Milliseconds from `started` to the end of the last request.
     idle_since: AtomicU64,
+    /// Requests answered.
+    answered: AtomicU64,
+    /// A byte arrived.
+    spoke: AtomicBool,
+    /// The guard closed it to make room.
+    closed: AtomicBool,
+    /// The task reading the connection, to wake when it is closed.
+    reader: Mutex<Option<Waker>>,
 }
 
 impl Activity {
@@ -170,6 +345,40 @@ impl Activity {
             started: Instant::now(),
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(0),
+            answered: AtomicU64::new(0),
+            spoke: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            reader: Mutex::new(None),
+        }
+    }
+
+    /// Nothing was ever answered on it nor is in flight, and it has been silent for
+    /// [`SILENT_AFTER`] or open for [`UNUSED_AFTER`]: a real client speaks at once, and has
+    /// sent its first request's headers within a second.
+    fn never_used(&self) -> bool {
+        let age = self.started.elapsed();
+        let waited = if self.spoke.load(Ordering::SeqCst) {
+            UNUSED_AFTER
+        } else {
+            SILENT_AFTER
+        };
+        age >= waited
+            && self.answered.load(Ordering::SeqCst) == 0
+            && self.in_flight.load(Ordering::SeqCst) == 0
+    }
+
+    /// Closes the connection: its next read fails, and its reader is woken to make it.
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        if let Some(reader) = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            reader.wake();
+        }
+    }
+
+    fn register_reader(&self, waker: &Waker) {
+        let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+        if !reader.as_ref().is_some_and(|r| r.will_wake(waker)) {
+            *reader = Some(waker.clone());
         }
     }
 
@@ -198,6 +407,7 @@ impl Drop for Busy {
     fn drop(&mut self) {
         let since = self.0.started.elapsed().as_millis() as u64;
         self.0.idle_since.store(since, Ordering::SeqCst);
+        self.0.answered.fetch_add(1, Ordering::SeqCst);
         self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -233,38 +443,64 @@ where
     }
 }
 
-/// An accepted connection: it holds its place under the cap until dropped, and its reads
-/// fail once it has been idle for the idle timeout, which makes the server close it.
+/// A connection's place on its listener, given back when it is dropped.
+#[derive(Debug)]
+struct Place {
+    id: u64,
+    open: Arc<Mutex<Open>>,
+    gauge: Gauge,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(self.id);
+        self.gauge.dec();
+    }
+}
+
+/// An accepted connection: it holds its place under the caps until dropped, and its reads
+/// fail once it has been silent past its first-byte timeout, idle for the idle timeout, or
+/// closed by the guard to make room, which makes the server close it.
 #[derive(Debug)]
 pub struct Guarded<T> {
     inner: T,
-    /// Fires at the earliest time the connection could be idle for long enough.
+    /// Fires at the earliest time the connection could be silent or idle for too long.
     idle_check: Pin<Box<Sleep>>,
     idle_timeout: Duration,
+    first_byte: Duration,
     activity: Arc<Activity>,
-    open: Gauge,
-    _permit: OwnedSemaphorePermit,
+    _place: Place,
 }
 
 impl<T> Guarded<T> {
-    /// Whether the connection has been idle for the idle timeout. The server always has a
-    /// read pending on a connection, so polling the check from `poll_read` is enough.
-    fn idle_too_long(&mut self, cx: &mut Context<'_>) -> bool {
+    /// Why the connection must close now, if it must. The server always has a read pending
+    /// on a connection, so checking from `poll_read` is enough.
+    fn must_close(&mut self, cx: &mut Context<'_>) -> Option<&'static str> {
+        let activity = &self.activity;
+        activity.register_reader(cx.waker());
+        if activity.closed.load(Ordering::SeqCst) {
+            return Some("closed to make room for a new connection (--max-open-connections)");
+        }
         while self.idle_check.as_mut().poll(cx).is_ready() {
             let now = Instant::now();
+            if !self.activity.spoke.load(Ordering::SeqCst) {
+                if now >= self.activity.started + self.first_byte {
+                    return Some("no byte arrived within the first-byte timeout");
+                }
+                let until = self.activity.started + self.first_byte;
+                self.idle_check.as_mut().reset(until);
+                continue;
+            }
             match self.activity.idle_until(self.idle_timeout) {
-                Some(until) if until <= now => return true,
+                Some(until) if until <= now => return Some("idle longer than --idle-timeout"),
                 Some(until) => self.idle_check.as_mut().reset(until),
                 None => self.idle_check.as_mut().reset(now + self.idle_timeout),
             }
         }
-        false
-    }
-}
-
-impl<T> Drop for Guarded<T> {
-    fn drop(&mut self) {
-        self.open.dec();
+        None
     }
 }
 
@@ -274,13 +510,15 @@ impl<T: AsyncRead + Unpin> AsyncRead for Guarded<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if self.idle_too_long(cx) {
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "connection idle longer than --idle-timeout",
-            )));
+        if let Some(why) = self.must_close(cx) {
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, why)));
         }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.spoke.store(true, Ordering::SeqCst);
+        }
+        read
     }
 }
 

@@ -86,6 +86,7 @@ pub struct Metrics {
     batches: Histogram,
     connections: Family<ListenerLabels, Gauge>,
     connections_refused: Family<ListenerLabels, Counter>,
+    connections_evicted: Family<ListenerLabels, Counter>,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -186,14 +187,23 @@ impl Metrics {
         let connections_refused = Family::<ListenerLabels, Counter>::default();
         registry.register(
             "http_connections_refused",
-            "Connections closed on arrival because --max-open-connections were open, by listener",
+            "Connections closed on arrival because --max-open-connections were open and in use, \
+             or their peer held --max-connections-per-peer, by listener",
             connections_refused.clone(),
+        );
+        let connections_evicted = Family::<ListenerLabels, Counter>::default();
+        registry.register(
+            "http_connections_evicted",
+            "Connections never used, closed to make room for a new one at \
+             --max-open-connections, by listener",
+            connections_evicted.clone(),
         );
         Metrics {
             registry,
             batches,
             connections,
             connections_refused,
+            connections_evicted,
             reports,
             auth_failures,
             retention_deleted,
@@ -287,6 +297,12 @@ impl Metrics {
 
     pub fn connection_refused(&self, listener: &'static str) {
         self.connections_refused
+            .get_or_create(&ListenerLabels { listener })
+            .inc();
+    }
+
+    pub fn connection_evicted(&self, listener: &'static str) {
+        self.connections_evicted
             .get_or_create(&ListenerLabels { listener })
             .inc();
     }

@@ -104,7 +104,9 @@ fn listening_on(line: &str) -> Option<String> {
 #[derive(Debug)]
 pub struct TestServer {
     child: Child,
-    /// The server's arguments and environment, to start it again on the same store.
+    /// The server's program (itself, or a wrapper that execs it), arguments and
+    /// environment, to start it again on the same store.
+    program: std::ffi::OsString,
     args: Vec<std::ffi::OsString>,
     envs: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     url: String,
@@ -146,6 +148,7 @@ pub struct Builder<'a> {
     env: Vec<(String, String)>,
     database_url: Option<String>,
     bare: bool,
+    open_files: Option<u32>,
 }
 
 impl<'a> Builder<'a> {
@@ -176,6 +179,13 @@ impl<'a> Builder<'a> {
         self
     }
 
+    /// Runs the server with at most `n` open files (`ulimit -n`), through util-linux's
+    /// `prlimit`, which execs it: the same process.
+    pub fn open_files(mut self, n: u32) -> Self {
+        self.open_files = Some(n);
+        self
+    }
+
     /// No flag but the test's: the server's own defaults (address, store, auth) in its
     /// scratch directory, which is what the embedded default's cases test.
     pub fn bare(mut self) -> Self {
@@ -190,7 +200,17 @@ impl<'a> Builder<'a> {
     /// Starts the server and waits until it listens.
     pub async fn start(self) -> TestServer {
         let dir = Arc::new(tempfile::tempdir().expect("scratch directory"));
-        let mut command = Command::new(binary("argo-results-server"));
+        let mut command = match self.open_files {
+            None => Command::new(binary("argo-results-server")),
+            Some(n) => {
+                let mut prlimit = Command::new("prlimit");
+                prlimit
+                    .arg(format!("--nofile={n}:{n}"))
+                    .arg("--")
+                    .arg(binary("argo-results-server"));
+                prlimit
+            }
+        };
         command.current_dir(dir.path());
         if self.bare {
             let database_url = format!("sqlite://{}", dir.path().join("argo-results.db").display());
@@ -282,6 +302,7 @@ impl TestServer {
             env: Vec::new(),
             database_url: None,
             bare: false,
+            open_files: None,
         }
     }
 
@@ -293,6 +314,7 @@ impl TestServer {
         database_url: String,
         schema: Option<String>,
     ) -> Self {
+        let program = command.as_std().get_program().to_owned();
         let args = command.as_std().get_args().map(ToOwned::to_owned).collect();
         let envs = command
             .as_std()
@@ -352,6 +374,7 @@ impl TestServer {
         });
         TestServer {
             child,
+            program,
             args,
             envs,
             url,
@@ -481,7 +504,7 @@ impl TestServer {
         if let Some(at) = args.iter().position(|arg| arg == "--listen") {
             args[at + 1] = address.into();
         }
-        let mut command = Command::new(binary("argo-results-server"));
+        let mut command = Command::new(&self.program);
         command
             .args(&args)
             .envs(self.envs.clone())
@@ -573,6 +596,20 @@ impl Raw {
     }
 }
 
+/// A client that opens a connection for each request, as a pod does, built once: building
+/// one loads the system's roots, which costs more than the request, and a test that starts
+/// many requests in one task would leave the first ones silent on their connections until
+/// the last was built (the server closes a silent connection after 3 s).
+fn fresh_connections() -> &'static reqwest::Client {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .expect("client")
+    })
+}
+
 impl TestServer {
     /// Sends exactly what a test wants, for bodies and headers the typed client never sends.
     pub async fn raw(
@@ -583,7 +620,7 @@ impl TestServer {
         content_type: Option<&str>,
         body: impl Into<reqwest::Body>,
     ) -> Raw {
-        let mut request = reqwest::Client::new().request(method, format!("{}{path}", self.url));
+        let mut request = fresh_connections().request(method, format!("{}{path}", self.url));
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }

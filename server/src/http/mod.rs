@@ -67,6 +67,8 @@ pub struct Shared {
     pub admission: Admission,
     /// What each pod may still change (`--pod-write-budget`).
     pub pod_writes: PodWrites,
+    /// The API listener's connections: readiness fails while they are all in use.
+    pub api_connections: crate::listener::Guard,
 }
 
 impl AppState {

@@ -13,10 +13,15 @@ pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// The store answers and the token keys are loaded (migrations run before the server
-/// listens). Anyone may ask, so the answer says only ready or not; why not goes to the log.
+/// The store answers, the token keys are loaded (migrations run before the server
+/// listens) and the API listener can take a connection. Anyone may ask, so the answer
+/// says only ready or not; why not goes to the log.
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    let cause = if state.auth.ready() {
+    let cause = if state.api_connections.saturated() {
+        "every API connection (--max-open-connections) is open and in use: new ones are \
+         refused"
+            .to_owned()
+    } else if state.auth.ready() {
         match state.store.ping().await {
             Ok(()) => return "ready\n".into_response(),
             Err(error) => format!("the store does not answer: {error}"),
