@@ -3,6 +3,7 @@ package argoresults
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -146,4 +147,39 @@ func TestAHeldTickIsRunOnceItsDeadLeadersLeaseEnds(t *testing.T) {
 			t.Errorf("a settled tick: %+v, %v", again, err)
 		}
 	})
+}
+
+func TestATickErrorSaysItsStageAndTickAndUnwraps(t *testing.T) {
+	refused := &ProblemError{Problem: Problem{Status: 409, Code: CodeAlreadyCompleted, Detail: "frozen"}}
+	tick := &TickError{Stage: "settle", Claim: &Claim{ScheduledTime: "2026-11-29T17:00:00Z", WorkflowName: "nightly-1"}, Err: refused}
+	if msg := tick.Error(); !strings.Contains(msg, "settle") || !strings.Contains(msg, "nightly-1") || !strings.Contains(msg, "frozen") {
+		t.Errorf("tick error: %s", msg)
+	}
+	if !errors.Is(tick, refused) || CodeOf(tick) != CodeAlreadyCompleted {
+		t.Error("a tick error unwraps to its cause")
+	}
+	if msg := (&TickError{Stage: "claim", Err: refused}).Error(); !strings.Contains(msg, "claim") {
+		t.Errorf("a claim's error: %s", msg)
+	}
+}
+
+// A lease is read on the database's clock; one that cannot be read is no lease, so the
+// tick is not waited for on a guess.
+func TestALeaseIsTheDatabasesExpiryLessItsClaimTime(t *testing.T) {
+	for _, c := range []struct {
+		name, claimed, expires string
+		want                   time.Duration
+	}{
+		{"a lease", "2026-11-29T17:00:00.5Z", "2026-11-29T17:01:00.5Z", time.Minute},
+		{"any offset", "2026-11-29T18:00:00+01:00", "2026-11-29T17:00:05Z", 5 * time.Second},
+		{"an unreadable claim time", "yesterday", "2026-11-29T17:01:00Z", 0},
+		{"an unreadable expiry", "2026-11-29T17:00:00Z", "", 0},
+		{"an expiry before the claim", "2026-11-29T17:01:00Z", "2026-11-29T17:00:00Z", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := lease(&Claim{ClaimedAt: c.claimed, LeaseExpiresAt: c.expires}); got != c.want {
+				t.Errorf("lease %v, want %v", got, c.want)
+			}
+		})
+	}
 }

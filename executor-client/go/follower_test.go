@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -304,6 +307,141 @@ func TestAResumeWithNothingInFlightStartsAtTheHead(t *testing.T) {
 		// It reads on past the changes it does not see.
 		if changed := followAll(t, elsewhere); len(changed) != 0 || elsewhere.Since() != 4 {
 			t.Errorf("another namespace's changes: %v, since %d", changed, elsewhere.Since())
+		}
+	})
+}
+
+// fakeAPI answers each request with what answer gives for its path.
+func fakeAPI(t *testing.T, answer func(path string) (int, string)) *Client {
+	t.Helper()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, body := answer(r.URL.Path)
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(server.Close)
+	client, err := New(Config{URL: server.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+func problemJSON(status int, code Code, extra string) string {
+	return `{"type":"about:blank","title":"t","status":` + strconv.Itoa(status) + `,"code":"` + string(code) + `","detail":"d"` + extra + `}`
+}
+
+// Every call of the controller's says what failed, and whether the controller may
+// requeue: the change set wraps a transient registration error for Argo's IsTransientErr,
+// so that no pod is created and the node stays Pending; a refusal is final.
+func TestTheControllersCallsSayWhatFailedAndWhetherToRequeue(t *testing.T) {
+	wf := testWorkflow("down")
+	for _, server := range []struct {
+		status    int
+		code      Code
+		transient bool
+	}{
+		{http.StatusServiceUnavailable, CodeUnavailable, true},
+		{http.StatusForbidden, CodeForbidden, false},
+	} {
+		t.Run(string(server.code), func(t *testing.T) {
+			ctx := testContext(t)
+			client := fakeAPI(t, func(string) (int, string) { return server.status, problemJSON(server.status, server.code, "") })
+			f := NewFollower(client, 0, FollowerOptions{})
+			for _, c := range []struct {
+				name, says string
+				call       func() error
+			}{
+				{"Register", "register node down-1 of argo/down", func() error {
+					_, err := f.Register(ctx, wf, "down-1", "down-main-1", "")
+					return err
+				}},
+				{"Settle", "settle node down-1 of argo/down", func() error {
+					_, err := f.Settle(ctx, wf, "down-1", PodGone)
+					return err
+				}},
+				{"Delete", "delete the results of argo/down", func() error {
+					_, err := f.Delete(ctx, wf)
+					return err
+				}},
+				{"Track", "track: list the results of argo/down", func() error { return f.Track(ctx, wf) }},
+				{"Follow", "follow the feed from revision 0", func() error {
+					_, err := f.Follow(ctx, 0)
+					return err
+				}},
+				{"Run", "follow the feed from revision 0", func() error {
+					return f.Run(ctx, 0, func(w WorkflowRef) { t.Errorf("a change from a failing server: %v", w) })
+				}},
+				{"ResumeFollower, workflows in flight", "resume: list the results of argo/down", func() error {
+					_, err := ResumeFollower(ctx, client, []WorkflowRef{wf}, FollowerOptions{})
+					return err
+				}},
+				{"ResumeFollower, none in flight", "resume at the head", func() error {
+					_, err := ResumeFollower(ctx, client, nil, FollowerOptions{})
+					return err
+				}},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					err := c.call()
+					if err == nil || !strings.Contains(err.Error(), c.says) || CodeOf(err) != server.code || IsTransient(err) != server.transient {
+						t.Errorf("%v; want an error saying %q, code %s, transient %v", err, c.says, server.code, server.transient)
+					}
+				})
+			}
+			// Nothing was learnt, and the workflow is still followed: the failed delete is
+			// retried.
+			if _, ok := f.Result(wf.UID, "down-1"); ok || len(f.followedUIDs()) != 1 || f.Since() != 0 {
+				t.Errorf("after failures: known %v, following %v, since %d", ok, f.followedUIDs(), f.Since())
+			}
+		})
+	}
+}
+
+func (f *Follower) followedUIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var uids []string
+	for _, workflow := range f.known.followed() {
+		uids = append(uids, workflow.UID)
+	}
+	return uids
+}
+
+// Where the feed's head is comes from its 410 gone; an answer that does not say is an
+// error, never a guess. After gone, a failed re-list keeps the old position.
+func TestAFeedThatDoesNotSayWhereItsHeadIsIsAnError(t *testing.T) {
+	ctx := testContext(t)
+	for _, c := range []struct {
+		name   string
+		status int
+		feed   string
+		says   string
+	}{
+		{"a page past any revision", http.StatusOK, `{"items":[],"revision":5}`, "the feed answered a position past any revision"},
+		{"gone without the revision", http.StatusGone, problemJSON(410, CodeGone, ""), "410 gone without the current revision"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client := fakeAPI(t, func(string) (int, string) { return c.status, c.feed })
+			if _, err := ResumeFollower(ctx, client, nil, FollowerOptions{}); err == nil || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%v; want %q", err, c.says)
+			}
+		})
+	}
+	t.Run("a re-list that fails", func(t *testing.T) {
+		client := fakeAPI(t, func(path string) (int, string) {
+			if path == "/api/v1/results" {
+				return http.StatusGone, problemJSON(410, CodeGone, `,"revision":9,"epoch":"e2"`)
+			}
+			return http.StatusServiceUnavailable, problemJSON(503, CodeUnavailable, "")
+		})
+		f := NewFollower(client, 3, FollowerOptions{})
+		f.known.follow(testWorkflow("relist"))
+		changed, err := f.Follow(ctx, 0)
+		if err == nil || !strings.Contains(err.Error(), "list again after the feed's history is gone") || !IsTransient(err) || changed != nil {
+			t.Errorf("%v, %v; want a transient error and nothing changed", changed, err)
+		}
+		if f.Since() != 3 {
+			t.Errorf("since %d after a failed re-list; want 3, to be listed again", f.Since())
 		}
 	})
 }

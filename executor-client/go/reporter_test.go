@@ -1,11 +1,15 @@
 package argoresults
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -301,4 +305,252 @@ func (l *recordingLogger) has(fragment string) bool {
 		}
 	}
 	return false
+}
+
+func TestTheExitCodeIsInsertedAndEveryOtherByteKept(t *testing.T) {
+	for _, c := range []struct {
+		name, outputs, want string
+		code                int
+	}{
+		{"outputs with spacing, escapes and unicode",
+			`{ "parameters" : [{"value":"1.50", "name":"é\u0000"}],"result":"<x>" }`,
+			`{"exitCode":"137", "parameters" : [{"value":"1.50", "name":"é\u0000"}],"result":"<x>" }`, 137},
+		{"empty outputs", `{ }`, `{"exitCode":"0" }`, 0},
+		{"no outputs", ``, `{"exitCode":"-1"}`, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var outputs json.RawMessage
+			if c.outputs != "" {
+				outputs = json.RawMessage(c.outputs)
+			}
+			got, err := WithExitCode(outputs, c.code)
+			if err != nil || string(got) != c.want {
+				t.Errorf("%s: %s, %v; want %s", c.outputs, got, err, c.want)
+			}
+		})
+	}
+	for _, refused := range []string{`{"exitCode":"0"}`, `{"exit\u0043ode":"0"}`, `[]`, `null`} {
+		t.Run("refused "+refused, func(t *testing.T) {
+			if _, err := WithExitCode(json.RawMessage(refused), 1); err == nil {
+				t.Errorf("%s: an exit code was added", refused)
+			}
+		})
+	}
+}
+
+func TestAReporterNeedsItsIdentity(t *testing.T) {
+	_, err := NewReporter(ReporterConfig{URL: "http://127.0.0.1:1", Workflow: "wf"})
+	for _, name := range []string{"ARGO_WORKFLOW_UID", "ARGO_NODE_ID", "ARGO_POD_NAME", "ARGO_POD_UID"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("missing %s: %v", name, err)
+		}
+	}
+	config := ReporterConfigFromEnv(func(string) string { return "" })
+	if config.TokenFile != DefaultTokenFile || config.URL != "" {
+		t.Errorf("from an empty environment: %+v", config)
+	}
+	identity := unreachableReporterConfig()
+	identity.CAFile = filepath.Join(t.TempDir(), "absent-ca.crt")
+	if _, err := NewReporter(identity); err == nil || !strings.Contains(err.Error(), "argo-results reporter") {
+		t.Errorf("a CA file that is not there: %v", err)
+	}
+}
+
+// unreachableReporterConfig is a complete identity whose server nothing answers for: for
+// what a reporter checks before it sends.
+func unreachableReporterConfig() ReporterConfig {
+	return ReporterConfig{URL: "http://127.0.0.1:1", Namespace: "argo", Workflow: "wf", WorkflowUID: "u", NodeID: "wf-1", PodName: "wf-main-1", PodUID: "p"}
+}
+
+// A reporter without a sequence file outside a pod (no /var/run/argo) counts on the clock;
+// with an unusable one, it says so.
+func TestReporterSequences(t *testing.T) {
+	config := unreachableReporterConfig()
+	r, err := NewReporter(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.sequence()
+	if err != nil || first <= 0 {
+		t.Fatalf("a clock sequence: %d, %v", first, err)
+	}
+	config.SequenceFile = t.TempDir() + "/missing/dir/seq"
+	r, err = NewReporter(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.sequence(); err == nil || !strings.Contains(err.Error(), "sequence file") {
+		t.Errorf("an unusable sequence file: %v", err)
+	}
+	if err := r.Start(testContext(t)); err == nil || !strings.Contains(err.Error(), "sequence file") {
+		t.Errorf("a report without a sequence: %v; want nothing sent, and why", err)
+	}
+	if _, ok := DefaultSequenceFile(t.TempDir() + "/absent"); ok {
+		t.Error("no directory, no default sequence file")
+	}
+}
+
+// Exactly the variables the change set has the controller set (argoexec's Init passes its
+// own lookup): the step's identity from Argo's standard variables, the server, token and CA
+// from ARGO_RESULTS_*. Argo sets no namespace variable, so none is read.
+func TestReporterConfigFromEnvReadsTheVariablesArgoSets(t *testing.T) {
+	env := map[string]string{
+		"ARGO_RESULTS_URL": "https://argo-results.argo.svc:8443", "ARGO_RESULTS_TOKEN_FILE": "/var/run/secrets/argo-results/token",
+		"ARGO_RESULTS_CA_FILE": "/var/run/secrets/argo-results/ca.crt", "ARGO_WORKFLOW_NAME": "etl",
+		"ARGO_WORKFLOW_UID": "5d0c9f5e", "ARGO_NODE_ID": "etl-1529417052", "ARGO_POD_NAME": "etl-extract-1529417052",
+		"ARGO_POD_UID": "0b6f7c1e", "ARGO_INSTANCE_ID": "blue", "ARGO_RESULTS_SEQUENCE_FILE": "/var/run/argo/seq",
+		"ARGO_NAMESPACE": "not-read",
+	}
+	var read []string
+	config := ReporterConfigFromEnv(func(name string) string {
+		read = append(read, name)
+		return env[name]
+	})
+	want := ReporterConfig{
+		URL: env["ARGO_RESULTS_URL"], TokenFile: env["ARGO_RESULTS_TOKEN_FILE"], CAFile: env["ARGO_RESULTS_CA_FILE"],
+		Workflow: "etl", WorkflowUID: "5d0c9f5e", NodeID: "etl-1529417052", PodName: "etl-extract-1529417052",
+		PodUID: "0b6f7c1e", InstanceID: "blue", SequenceFile: "/var/run/argo/seq",
+	}
+	if config != want {
+		t.Errorf("read\n%+v\nwant\n%+v", config, want)
+	}
+	slices.Sort(read)
+	wantRead := []string{"ARGO_INSTANCE_ID", "ARGO_NODE_ID", "ARGO_POD_NAME", "ARGO_POD_UID", "ARGO_RESULTS_CA_FILE",
+		"ARGO_RESULTS_SEQUENCE_FILE", "ARGO_RESULTS_TOKEN_FILE", "ARGO_RESULTS_URL", "ARGO_WORKFLOW_NAME", "ARGO_WORKFLOW_UID"}
+	if !slices.Equal(read, wantRead) {
+		t.Errorf("looked up %v, want exactly %v", read, wantRead)
+	}
+}
+
+// The namespace: the configured one, else the token's, else the service account's file;
+// without any, the reporter is not built and says where it looked.
+func TestAReportersNamespaceComesFromItsToken(t *testing.T) {
+	dir := t.TempDir()
+	namespaced, bare := filepath.Join(dir, "namespaced"), filepath.Join(dir, "bare")
+	if err := writeFile(namespaced, "a."+base64URL(`{"kubernetes.io":{"namespace":"team-a"}}`)+".c\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(bare, "a."+base64URL(`{"sub":"someone"}`)+".c"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, configured, tokenFile, want string
+	}{
+		{"the token's", "", namespaced, "team-a"},
+		{"the configured one over the token's", "team-b", namespaced, "team-b"},
+		{"the configured one without a token", "team-b", filepath.Join(dir, "absent"), "team-b"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			config := unreachableReporterConfig()
+			config.Namespace, config.TokenFile = c.configured, c.tokenFile
+			r, err := NewReporter(config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.namespace != c.want {
+				t.Errorf("namespace %q, want %q", r.namespace, c.want)
+			}
+		})
+	}
+	t.Run("none", func(t *testing.T) {
+		if _, err := os.Stat(ServiceAccountNamespaceFile); err == nil {
+			t.Skipf("%s exists here: the service account's namespace would be taken", ServiceAccountNamespaceFile)
+		}
+		config := unreachableReporterConfig()
+		config.Namespace, config.TokenFile = "", bare
+		_, err := NewReporter(config)
+		if err == nil || !strings.Contains(err.Error(), bare) || !strings.Contains(err.Error(), ServiceAccountNamespaceFile) {
+			t.Errorf("no namespace anywhere: %v; want an error naming both places", err)
+		}
+	})
+}
+
+// What a reporter refuses before sending anything: no outputs to send, or an exit code
+// for outputs that already carry one.
+func TestAReporterRefusesReportsItCannotMake(t *testing.T) {
+	r, err := NewReporter(unreachableReporterConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	if _, err := r.Outputs(ctx, nil); err == nil || !strings.Contains(err.Error(), "no outputs") {
+		t.Errorf("outputs without outputs: %v", err)
+	}
+	_, err = r.Finalize(ctx, FinalReport{Outputs: json.RawMessage(`{"exitCode":"1"}`), ExitCodes: map[string]int{"main": 0}})
+	if err == nil || !strings.Contains(err.Error(), "already have an exitCode") {
+		t.Errorf("two exit codes: %v", err)
+	}
+}
+
+// Retries are logged every 20th attempt, as argoexec's reportResult logs its own.
+func TestEveryTwentiethRetryIsLogged(t *testing.T) {
+	config := unreachableReporterConfig()
+	logged := &recordingLogger{}
+	config.Logger = logged
+	r, err := NewReporter(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 1; attempt <= 45; attempt++ {
+		r.client.onRetry(attempt, errors.New("503 unavailable"), time.Second)
+	}
+	lines := logged.messages()
+	if len(lines) != 2 || !strings.Contains(lines[0], "attempt:20") || !strings.Contains(lines[1], "attempt:40") ||
+		!strings.Contains(lines[0], "retrying a report") || !strings.Contains(lines[0], "503 unavailable") {
+		t.Errorf("logged %q; want attempts 20 and 40, with the error", lines)
+	}
+}
+
+// A container set without a main container: the phase comes from every exit code, and
+// the outputs get no exitCode, since Argo's is main's; a node whose pod vanished is still
+// decided by that phase.
+func TestAContainerSetWithoutMainIsDecidedByEveryExitCode(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		wf := testWorkflow("container-set")
+		params := `{"parameters": [{"name": "n", "value": "é\n"}]}`
+		for i, c := range []struct {
+			name      string
+			outputs   string
+			exitCodes map[string]int
+			phase     string
+			exitCode  string // "" for none
+			verdict   Verdict
+		}{
+			{"every container exited 0", params, map[string]int{"a": 0, "b": 0}, "Succeeded", "", Succeeded},
+			{"one container exited 2", "", map[string]int{"a": 0, "b": 2}, "Failed", "", Failed},
+			{"one exited 1 beside main's 0", params, map[string]int{"main": 0, "b": 1}, "Failed", "0", Failed},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				st := wf.step(i + 1)
+				r, _ := s.reporter(st)
+				final := FinalReport{ExitCodes: c.exitCodes}
+				if c.outputs != "" {
+					final.Outputs = json.RawMessage(c.outputs)
+				}
+				if _, err := r.Finalize(testContext(t), final); err != nil {
+					t.Fatal(err)
+				}
+				stored := s.stored(st)
+				if stored.State != StateCompleted || deref(stored.Phase) != c.phase {
+					t.Errorf("stored %s with phase %q, want completed, %s", stored.State, deref(stored.Phase), c.phase)
+				}
+				code, ok := exitCode(stored)
+				if ok != (c.exitCode != "") || code != c.exitCode {
+					t.Errorf("outputs %s: exitCode %q (%v), want %q", stored.Outputs, code, ok, c.exitCode)
+				}
+				if c.exitCode == "" && string(stored.Outputs) != c.outputs {
+					t.Errorf("outputs %q, want exactly what was sent, %q", stored.Outputs, c.outputs)
+				}
+				for _, pod := range []PodPhase{PodGone, PodSucceeded} {
+					if pod == PodSucceeded && c.verdict != Succeeded {
+						continue
+					}
+					if d := Decide(pod, stored); d.Verdict != c.verdict || !bytes.Equal(d.Outputs, stored.Outputs) {
+						t.Errorf("pod %s: %+v, want %s with the stored outputs", pod, d, c.verdict)
+					}
+				}
+			})
+		}
+	})
 }

@@ -18,7 +18,7 @@ import (
 // The real server binary, on SQLite and, when ARGO_RESULTS_TEST_POSTGRES is set, on
 // Postgres with a schema of its own per server, as the Rust harness (tests/src/server.rs)
 // starts it. Servers use dev auth: they make a signing key in their data directory, which
-// the tests mint tokens with (tokens_test.go).
+// the tests mint tokens with (devtokens_test.go).
 
 // startTimeout bounds a server's start.
 const startTimeout = 30 * time.Second
