@@ -30,6 +30,13 @@ pub enum Refusal {
         pod: String,
         expected: Option<String>,
     },
+    /// Under `--require-expectation`, the pod reports only once the controller named its
+    /// UID (right after creating it): a pod of the expected name alone may be an impostor.
+    #[error(
+        "node {node_id}'s pod UID is not registered yet (the controller registers it right \
+         after creating the pod); retry"
+    )]
+    NotYetBound { node_id: String },
     #[error(
         "outputs merged with the stored ones would be {size} bytes; the limit is {limit} (--max-body-bytes)"
     )]

@@ -185,6 +185,12 @@ fn decide_report(
         }
         .into());
     }
+    if policy.require_expectation && current.pod_uid.is_none() {
+        return Err(Refusal::NotYetBound {
+            node_id: current.node_id.clone(),
+        }
+        .into());
+    }
     if let Some(bound) = &current.pod_uid
         && *bound != report.pod_uid
     {
@@ -456,12 +462,23 @@ mod tests {
                 ..
             })
         ));
+        // The right name, before the controller named the pod's UID: an impostor of that
+        // name could be first, so nobody binds the row but the controller.
         report_.pod_name = "wf-main-1".into();
-        let bound = written(report(Some(&expected), &key(), &report_, &REQUIRED, 2));
-        assert_eq!(bound.pod_uid.as_deref(), Some("p1"));
+        assert!(matches!(
+            report(Some(&expected), &key(), &report_, &REQUIRED, 2),
+            Decision::Refuse(Refusal::NotYetBound { .. })
+        ));
+        let with_uid = Expectation {
+            pod_uid: Some("p1".into()),
+            ..expectation
+        };
+        let registered = written(expect(Some(&expected), &key(), &with_uid, 2));
+        let stored = written(report(Some(&registered), &key(), &report_, &REQUIRED, 3));
+        assert_eq!(stored.state, ResultState::Completed);
         report_.pod_uid = "p2".into();
         assert!(matches!(
-            report(Some(&bound), &key(), &report_, &REQUIRED, 3),
+            report(Some(&registered), &key(), &report_, &REQUIRED, 3),
             Decision::Refuse(Refusal::PodMismatch { .. })
         ));
     }

@@ -163,6 +163,9 @@ impl From<StoreError> for ApiError {
                 tracing::info!(bound, "{detail}");
                 ApiError::new(ProblemCode::PodMismatch, detail).with_field("podUid")
             }
+            Refusal::NotYetBound { .. } => {
+                ApiError::new(ProblemCode::Unavailable, detail).with_field("podUid")
+            }
             Refusal::NotExpected { ref expected, .. } => {
                 tracing::info!(expected, "{detail}");
                 ApiError::new(ProblemCode::NotExpected, detail).with_field("podName")

@@ -103,7 +103,7 @@ impl Modify for CommonResponses {
                     Self::add(
                         operation,
                         "415",
-                        "unsupported_media_type: the body is not application/json",
+                        "unsupported_media_type: the body is not application/json, or is sent with a Content-Encoding",
                         false,
                     );
                 }
@@ -116,7 +116,7 @@ impl Modify for CommonResponses {
                 Self::add(
                     operation,
                     "503",
-                    "unavailable: the database or the Kubernetes API cannot be reached; retry after Retry-After seconds",
+                    "unavailable: the database or the Kubernetes API cannot be reached, or (reports) the pod's UID is not registered yet; retry after Retry-After seconds",
                     true,
                 );
             }

@@ -87,7 +87,9 @@ fn report_outcome(stored: &Result<Written, StoreError>) -> ReportOutcome {
         )) => ReportOutcome::stale,
         Err(StoreError::Refused(Refusal::Frozen { .. })) => ReportOutcome::conflict,
         Err(StoreError::Refused(Refusal::PodMismatch { .. })) => ReportOutcome::pod_mismatch,
-        Err(StoreError::Refused(Refusal::NotExpected { .. })) => ReportOutcome::not_expected,
+        Err(StoreError::Refused(Refusal::NotExpected { .. } | Refusal::NotYetBound { .. })) => {
+            ReportOutcome::not_expected
+        }
         Err(_) => ReportOutcome::refused,
     }
 }

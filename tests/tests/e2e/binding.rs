@@ -53,52 +53,79 @@ async fn a_pod_reports_only_a_node_registered_for_it(backend: Backend) {
 }
 
 async fn an_impostor_whose_name_fits_cannot_take_the_node(backend: Backend) {
-    let server = TestServer::builder(backend).flags(REQUIRED).start().await;
+    let server = &TestServer::builder(backend).flags(REQUIRED).start().await;
     let (workflow, node) = ("race", "race-31337");
     // The controller registers the pod before creating it, so without its UID yet.
-    let expectation = ExpectationRequest {
+    let mut expectation = ExpectationRequest {
         workflow_uid: UID.into(),
         pod_name: "race-main-31337".into(),
         pod_uid: None,
     };
-    server
-        .controller()
-        .expect(NS, workflow, node, &expectation)
-        .await
-        .expect("expectation");
-    let report = |pod_name: &str, pod_uid: &str| ReportRequest {
-        pod_name: pod_name.into(),
-        pod_uid: pod_uid.into(),
-        ..step(1).report(
-            Some(1),
-            true,
-            Some(r#"{"parameters":[{"name":"won","value":"yes"}]}"#),
-        )
-    };
-    // `race-anything-31337` has the shape of a pod of that node, and reports first.
-    let impostor = || async {
+    let register = |expectation: ExpectationRequest| async move {
         server
-            .pod(NS, "race-anything-31337", "impostor-uid")
-            .report(
-                NS,
-                workflow,
-                node,
-                &report("race-anything-31337", "impostor-uid"),
+            .controller()
+            .expect(NS, workflow, node, &expectation)
+            .await
+            .expect("expectation")
+    };
+    register(expectation.clone()).await;
+    let report = |pod_name: &'static str, pod_uid: &'static str| async move {
+        let body = ReportRequest {
+            pod_name: pod_name.into(),
+            pod_uid: pod_uid.into(),
+            ..step(1).report(
+                Some(1),
+                true,
+                Some(r#"{"parameters":[{"name":"won","value":"yes"}]}"#),
             )
+        };
+        server
+            .pod(NS, pod_name, pod_uid)
+            .report(NS, workflow, node, &body)
             .await
     };
-    let detail = not_expected(impostor().await);
+    // `race-anything-31337` has the shape of a pod of that node, and reports first.
+    let detail = not_expected(report("race-anything-31337", "impostor-uid").await);
     assert!(
         detail.contains("race-anything-31337") && !detail.contains("race-main-31337"),
         "names the pod that asked, not the one expected: {detail}"
     );
-    let stored = server
-        .pod(NS, "race-main-31337", "real-uid")
-        .report(NS, workflow, node, &report("race-main-31337", "real-uid"))
+    // A pod of the very name expected but another UID (one created before the
+    // controller's): until the controller names the UID it created, nobody may write, and
+    // each is told to retry.
+    for (pod, uid) in [
+        ("race-main-31337", "impostor-uid"),
+        ("race-main-31337", "real-uid"),
+    ] {
+        let error = report(pod, uid).await.expect_err("not yet");
+        assert_eq!(
+            error.code(),
+            Some(ProblemCode::Unavailable),
+            "{uid}: {error}"
+        );
+        let problem = error.problem().expect("problem");
+        assert_eq!(
+            (problem.status, problem.field.as_deref()),
+            (503, Some("podUid"))
+        );
+    }
+    let before = server
+        .reader()
+        .get_result(NS, workflow, node, None)
+        .await
+        .expect("read");
+    assert_eq!(before.state.as_str(), "expected", "nothing written");
+    expectation.pod_uid = Some("real-uid".into());
+    register(expectation).await;
+    let stored = report("race-main-31337", "real-uid")
         .await
         .expect("the registered pod reports");
     assert_eq!(stored.body.pod_uid.as_deref(), Some("real-uid"));
-    not_expected(impostor().await);
+    let late = report("race-main-31337", "impostor-uid")
+        .await
+        .expect_err("the impostor");
+    assert_eq!(late.code(), Some(ProblemCode::PodMismatch));
+    not_expected(report("race-anything-31337", "impostor-uid").await);
 }
 
 async fn an_invented_incarnation_creates_nothing(backend: Backend) {

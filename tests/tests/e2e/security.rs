@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use argo_results_client::proto::token::{
     Audience, TokenClaims, es256_public_jwk, generate_es256_key,
 };
-use argo_results_client::proto::{ExpectationRequest, ProblemCode, ReportRequest};
+use argo_results_client::proto::{ProblemCode, ReportRequest};
 use argo_results_tests::fake_kube::FakeKube;
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::server::Raw;
@@ -723,14 +723,10 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
     // Denials are cached for 30 s: the refusal is shown with another executor account.
     let ungranted = tokens::user_token("system:serviceaccount:argo:other-executor");
     let s = step(1);
-    // Registered before the pod exists, so without its UID: the report binds it.
-    let expectation = ExpectationRequest {
-        pod_uid: None,
-        ..s.expectation()
-    };
+    // The token names no pod: the UID the controller registered is what binds the row.
     server
         .controller()
-        .expect(NS, WF, &s.node_id, &expectation)
+        .expect(NS, WF, &s.node_id, &s.expectation())
         .await
         .expect("expectation");
     let report = |namespace: &str| {

@@ -23,7 +23,7 @@ pub use properties::{
 pub use server::{Gone, NOW, Store};
 
 use argo_results_rules::feed::FeedBounds;
-use argo_results_rules::{Refusal, Report, Row};
+use argo_results_rules::{Refusal, Rejected, Report, Row};
 
 /// How large a world the checker explores: each fault is a budget the environment may
 /// spend at any moment.
@@ -368,7 +368,9 @@ impl Results {
     }
 
     /// Commits `requests` as one transaction and answers each (a hostile one's answer
-    /// goes nowhere that matters: its pod is at another step).
+    /// goes nowhere that matters: its pod is at another step). A report the server asks to
+    /// retry later (`503`: the controller has not named the pod's UID yet) gets no answer
+    /// here: to the pod it is an attempt without a 2xx, as a lost answer is.
     fn commit(&self, world: &mut World, requests: &[Msg]) -> Vec<Msg> {
         let before = world.server.store.rows.clone();
         let mut writes = Vec::new();
@@ -384,6 +386,9 @@ impl Results {
         requests
             .iter()
             .zip(outcomes)
+            .filter(|(_, outcome)| {
+                !matches!(outcome, Err(Rejected::Refused(Refusal::NotYetBound { .. })))
+            })
             .map(|(&request, outcome)| {
                 let Msg::Request { from, step, .. } = request else {
                     unreachable!()
