@@ -7,8 +7,8 @@ use argo_results_client::controller::PodPhase;
 use argo_results_model::check::control;
 use argo_results_model::cron::{self, Cron, EVERY_DUE_TICK_RUNS, ONE_LIVE_HOLDER};
 use argo_results_model::results::{
-    ACKNOWLEDGED_NEVER_LOST, Config, Hooks, NO_HANG_AFTER_POD_ENDS, PodView, RESTORE_NOTICED,
-    Results, SUCCEEDED_HAS_ITS_OUTPUTS, Template,
+    ACKNOWLEDGED_NEVER_LOST, Config, Hooks, NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE,
+    PodView, RESTORE_NOTICED, Results, SUCCEEDED_HAS_ITS_OUTPUTS, Template,
 };
 use argo_results_model::trace::{DECISIONS_FILE, Narrate, render};
 use argo_results_proto::ClaimState;
@@ -83,6 +83,26 @@ fn hang_terminal_pod_unsettled() {
         "hang-terminal-pod-unsettled",
         results(Config::every_fault(Template::Container), hooks),
         NO_HANG_AFTER_POD_ENDS,
+    );
+}
+
+/// The binding rule before the model had an impostor: the first report of the expected
+/// pod name binds the row to its UID, whoever sent it, before the controller named the
+/// UID it created.
+#[test]
+fn name_only_binding() {
+    let hooks = Hooks {
+        before_report: |row, report| {
+            if row.pod_uid.is_none() && row.pod_name.as_deref() == Some(&report.pod_name) {
+                row.pod_uid = Some(report.pod_uid.clone());
+            }
+        },
+        ..Hooks::product()
+    };
+    caught(
+        "name-only-binding",
+        results(Config::two_nodes(), hooks),
+        POD_WRITES_ONLY_ITS_NODE,
     );
 }
 

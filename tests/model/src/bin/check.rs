@@ -86,6 +86,7 @@ fn one(settings: Vec<String>) -> (Vec<(&'static str, results::Config)>, cron::Co
             "results.restores" => config.restores = number(),
             "results.prunes" => config.prunes = number(),
             "results.hostile" => config.hostile = number() != 0,
+            "results.impostor" => config.impostor = number() != 0,
             "results.drop_dead_requests" => config.drop_dead_requests = number() != 0,
             "cron.ticks" => cron_config.ticks = number(),
             "cron.claimants" => cron_config.claimants = number(),

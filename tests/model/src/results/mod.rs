@@ -56,6 +56,9 @@ pub struct Config {
     pub prunes: u8,
     /// A pod reports another node with its own token.
     pub hostile: bool,
+    /// A pod of node 0's pod name that someone else created, with a UID of its own, sends
+    /// a final report once.
+    pub impostor: bool,
     /// A request of an ended pod to a frozen row that no restore can take back is dropped
     /// from the network: the rules refuse or replay it, and its answer reaches nobody. It
     /// rests on the rules that the checker checks while pods run; the deep worlds keep
@@ -82,13 +85,14 @@ impl Config {
             restores: 1,
             prunes: 1,
             hostile: false,
+            impostor: false,
             drop_dead_requests: true,
         }
     }
 
     /// Two nodes, a resource template then a container one, whose pods each report the
-    /// other's node once with their own tokens; two attempts at each report, no other
-    /// fault.
+    /// other's node once with their own tokens, and an impostor of the first node's pod
+    /// name; two attempts at each report, no other fault.
     pub fn two_nodes() -> Self {
         Config {
             templates: vec![Template::Resource, Template::Container],
@@ -98,6 +102,7 @@ impl Config {
             restores: 0,
             prunes: 0,
             hostile: true,
+            impostor: true,
             ..Config::every_fault(Template::Container)
         }
     }
@@ -184,6 +189,11 @@ impl Hooks {
     }
 }
 
+/// The sender of the impostor's report: no node's pod.
+pub const IMPOSTOR: u8 = u8::MAX;
+/// The impostor's UID: not the one the controller created.
+const IMPOSTOR_UID: &str = "impostor-uid";
+
 /// A message in the network between the pods and the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Msg {
@@ -218,6 +228,7 @@ pub struct Budget {
     pub restores: u8,
     pub prunes: u8,
     pub hostile: bool,
+    pub impostor: bool,
 }
 
 /// What the properties need to remember of the past.
@@ -285,6 +296,8 @@ pub enum Action {
         from: usize,
         to: usize,
     },
+    /// A pod of node 0's name and another UID sends a final report for it.
+    Impostor,
     // The network.
     /// The server receives a request. With one write per transaction it commits it at
     /// once, and its answer reaches the pod (`heard`) or not: the pod then gives up, or
@@ -347,6 +360,7 @@ impl Results {
                 restores: c.restores,
                 prunes: c.prunes,
                 hostile: c.hostile,
+                impostor: c.impostor,
             },
             ghost: Ghost {
                 acked: vec![Vec::new(); n],
@@ -362,9 +376,17 @@ impl Results {
         let Msg::Request { from, step, to } = request else {
             unreachable!("only requests are written")
         };
+        let node = self.nodes[to as usize];
+        if from == IMPOSTOR {
+            let report = Report {
+                pod_uid: IMPOSTOR_UID.into(),
+                ..node.report(step, Some(0))
+            };
+            return (node.key(), report);
+        }
         let sender = self.nodes[from as usize];
         let report = sender.report(step, world.pods[from as usize].main_code);
-        (self.nodes[to as usize].key(), report)
+        (node.key(), report)
     }
 
     /// Commits `requests` as one transaction and answers each (a hostile one's answer
@@ -386,8 +408,11 @@ impl Results {
         requests
             .iter()
             .zip(outcomes)
-            .filter(|(_, outcome)| {
-                !matches!(outcome, Err(Rejected::Refused(Refusal::NotYetBound { .. })))
+            .filter(|(request, outcome)| {
+                let from_impostor = matches!(**request, Msg::Request { from: IMPOSTOR, .. });
+                let not_yet =
+                    matches!(outcome, Err(Rejected::Refused(Refusal::NotYetBound { .. })));
+                !from_impostor && !not_yet
             })
             .map(|(&request, outcome)| {
                 let Msg::Request { from, step, .. } = request else {
@@ -502,6 +527,9 @@ impl Model for Results {
                     if budget.pod_faults > 0 {
                         actions.push(Action::Evict(i));
                     }
+                    if budget.impostor && i == 0 {
+                        actions.push(Action::Impostor);
+                    }
                     if budget.hostile && pod.step == Step::First {
                         for to in 0..self.nodes.len() {
                             if to != i {
@@ -589,7 +617,7 @@ impl Model for Results {
                 let frozen = rows
                     .get(&self.nodes[to as usize].node_id())
                     .is_some_and(|row| row.state.is_frozen());
-                !(settled && frozen && pods[from as usize].over())
+                !(settled && frozen && pods.get(from as usize).is_none_or(Pod::over))
             }
         });
         (changed && next != *world).then_some(next)
@@ -688,6 +716,16 @@ impl Results {
                 world.pods[i].wait_exits(code);
                 true
             }
+            Action::Impostor => {
+                world.budget.impostor = false;
+                let request = Msg::Request {
+                    from: IMPOSTOR,
+                    step: Step::Final,
+                    to: 0,
+                };
+                insert(&mut world.net, request);
+                true
+            }
             Action::Hostile { from, to } => {
                 world.budget.hostile = false;
                 let request = Msg::Request {
@@ -778,8 +816,7 @@ impl Results {
         let Msg::Request { from, step, to } = request else {
             return false;
         };
-        let pod = &world.pods[from as usize];
-        from == to && pod.running() && pod.step == step
+        from == to && world.pods[from as usize].running() && world.pods[from as usize].step == step
     }
 
     /// A pod hears the server's answer to one of its reports.

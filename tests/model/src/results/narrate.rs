@@ -6,7 +6,7 @@ use argo_results_rules::Row;
 use serde_json::{Value, json};
 
 use super::pod::WORKFLOW_UID;
-use super::{Action, Msg, Results, Step, World};
+use super::{Action, IMPOSTOR, Msg, Results, Step, World};
 use crate::trace::Narrate;
 
 fn report_name(step: Step) -> &'static str {
@@ -78,6 +78,12 @@ impl Results {
 
     fn message(&self, msg: &Msg) -> String {
         match *msg {
+            Msg::Request {
+                from: IMPOSTOR, to, ..
+            } => format!(
+                "the impostor's final report to node {}",
+                self.nodes[to as usize].node_id()
+            ),
             Msg::Request { from, step, to } if from == to => format!(
                 "{}'s {} report",
                 self.pod_name(from as usize),
@@ -146,6 +152,12 @@ impl Narrate for Results {
             ),
             Action::MainExits(i, code) => format!("main of {} exits {code}", pod(*i)),
             Action::WaitExits(i, code) => format!("wait of {} exits {code}", pod(*i)),
+            Action::Impostor => format!(
+                "a pod named {} that someone else created, with its own UID, sends a final \
+                 report for node {}",
+                pod(0),
+                node(0)
+            ),
             Action::Hostile { from, to } => format!(
                 "pod {} reports node {} with its own token",
                 pod(*from),
