@@ -212,6 +212,12 @@ pub struct Config {
     #[arg(long, env = "ARGO_RESULTS_MAX_BODY_MEMORY", default_value_t = 64 << 20)]
     pub max_body_memory: usize,
 
+    /// Bytes of answers being built or sent at once, across requests: each is held until
+    /// its client has taken it, and a page reserves 8 MiB while it is built; an answer
+    /// that would pass it is answered 429 overloaded.
+    #[arg(long, env = "ARGO_RESULTS_MAX_ANSWER_MEMORY", default_value_t = 64 << 20)]
+    pub max_answer_memory: usize,
+
     /// Largest `outputs.result` accepted (Argo's executor keeps 256 KiB).
     #[arg(long, env = "ARGO_RESULTS_MAX_RESULT_BYTES", default_value_t = 256 << 10)]
     pub max_result_bytes: usize,

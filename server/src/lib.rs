@@ -274,6 +274,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             config.max_in_flight(),
             config.max_watches as usize,
             config.max_body_memory,
+            config.max_answer_memory,
             config.body_timeout,
         ),
         pod_writes: http::PodWrites::new(config.pod_write_budget()),

@@ -12,7 +12,9 @@
 //! - a connection's TLS handshake, its first request's headers and (HTTP/1.1) every later
 //!   request's headers must arrive within `--header-timeout`;
 //! - a connection with no request in flight for `--idle-timeout` is closed (HTTP/2 has
-//!   no header timeout after its first request; this bounds it);
+//!   no header timeout after its first request; this bounds it), and so is one whose
+//!   client has read nothing of its answers for as long: every answer has a deadline;
+//! - an HTTP/2 connection carries at most 32 requests at once;
 //! - an HTTP/1.1 connection reads at most 128 KiB ahead of its request's handler.
 
 use std::collections::{BTreeMap, HashMap};
@@ -43,6 +45,9 @@ pub struct Limits {
     pub max_connections: usize,
     pub max_per_peer: usize,
 }
+
+/// Requests at once on one HTTP/2 connection: each may hold an answer of up to 8 MiB.
+const MAX_STREAMS: u32 = 32;
 
 /// How long a new connection may stay silent: a client that connects speaks at once.
 const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -271,11 +276,12 @@ impl Guard {
         &self,
         mut server: Server<std::net::SocketAddr, A>,
     ) -> Server<std::net::SocketAddr, A> {
-        server
-            .http_builder()
+        let builder = server.http_builder();
+        builder
             .http1()
             .header_read_timeout(self.limits.header_timeout)
             .max_buf_size(READ_BUFFER);
+        builder.http2().max_concurrent_streams(MAX_STREAMS);
         let guard = self.clone();
         server
             .first_request_timeout(self.limits.header_timeout)
@@ -305,6 +311,8 @@ impl<S> Accept<TcpStream, S> for Guard {
             idle_check: Box::pin(tokio::time::sleep(first_byte)),
             idle_timeout: self.limits.idle_timeout,
             first_byte,
+            write_check: Box::pin(tokio::time::sleep(self.limits.idle_timeout)),
+            stalled_since: None,
             activity: Arc::clone(&activity),
             _place: Place {
                 id,
@@ -471,6 +479,10 @@ pub struct Guarded<T> {
     idle_check: Pin<Box<Sleep>>,
     idle_timeout: Duration,
     first_byte: Duration,
+    /// Fires when a write has waited on its client for the idle timeout.
+    write_check: Pin<Box<Sleep>>,
+    /// Since when writes have waited on the client, if they do.
+    stalled_since: Option<Instant>,
     activity: Arc<Activity>,
     _place: Place,
 }
@@ -522,13 +534,43 @@ impl<T: AsyncRead + Unpin> AsyncRead for Guarded<T> {
     }
 }
 
+impl<T> Guarded<T> {
+    /// `written`, or an error once writes have waited on the client for the idle timeout:
+    /// a client that reads nothing keeps its answer in memory, so it has a deadline.
+    fn deadline<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        written: Poll<io::Result<R>>,
+    ) -> Poll<io::Result<R>> {
+        if written.is_ready() {
+            self.stalled_since = None;
+            return written;
+        }
+        let now = Instant::now();
+        let since = *self.stalled_since.get_or_insert_with(|| {
+            self.write_check.as_mut().reset(now + self.idle_timeout);
+            now
+        });
+        if now >= since + self.idle_timeout {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client read nothing of its answer for --idle-timeout",
+            )));
+        }
+        // Wakes the writer at the deadline, whatever the socket does.
+        let _ = self.write_check.as_mut().poll(cx);
+        Poll::Pending
+    }
+}
+
 impl<T: AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.deadline(cx, written)
     }
 
     fn poll_write_vectored(
@@ -536,7 +578,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.deadline(cx, written)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -544,7 +587,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let flushed = Pin::new(&mut self.inner).poll_flush(cx);
+        self.deadline(cx, flushed)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -58,7 +58,7 @@ struct Head {
 
 fn page(chunk: FeedChunk) -> Response {
     super::page(
-        &chunk.items,
+        chunk.items,
         &Head {
             revision: chunk.revision,
             epoch: chunk.epoch,
@@ -131,6 +131,7 @@ pub async fn feed(
         }
     };
     let limit = limit(params.limit, FEED_DEFAULT_LIMIT, FEED_MAX_LIMIT)?;
+    slot.reserve_page()?;
     let deadline = Instant::now() + Duration::from_secs(wait);
     let mut revisions = state.store.revisions(params.namespace.as_deref());
     let mut stopping = state.stopping.clone();

@@ -6,7 +6,9 @@
 //!    `408`), `--max-body-bytes` (`413`) and the memory all bodies being received share,
 //!    `--max-body-memory` (`429`);
 //! 3. only then does it take one of the `--max-in-flight` slots, or is answered at once
-//!    with `429 overloaded` and `Retry-After` rather than queue behind the database. It
+//!    with `429 overloaded` and `Retry-After` rather than queue behind the database. Every
+//!    answer holds what it is against `--max-answer-memory` until it is sent, and a page
+//!    reserves its most before the store is read ([`super::answers`]). It
 //!    holds the slot while it is served, never while it waits on its client. A watch
 //!    gives its slot back while it waits for a change, under a cap of its own
 //!    (`--max-watches`), of which one subject holds at most an eighth, and an eighth is
@@ -23,6 +25,7 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::AppState;
+use super::answers;
 use super::body;
 use super::error::ApiError;
 
@@ -33,6 +36,8 @@ pub struct Admission {
     watches: Arc<Watches>,
     /// Bytes of bodies held in memory, one permit a byte.
     pub(super) body_memory: Arc<Semaphore>,
+    /// Bytes of answers being built or sent, one permit a byte.
+    answer_memory: Arc<Semaphore>,
     pub(super) body_timeout: Duration,
 }
 
@@ -41,6 +46,7 @@ impl Admission {
         max_in_flight: usize,
         max_watches: usize,
         max_body_memory: usize,
+        max_answer_memory: usize,
         body_timeout: Duration,
     ) -> Self {
         Admission {
@@ -50,6 +56,9 @@ impl Admission {
                 held: Mutex::default(),
             }),
             body_memory: Arc::new(Semaphore::new(max_body_memory.min(Semaphore::MAX_PERMITS))),
+            answer_memory: Arc::new(Semaphore::new(
+                max_answer_memory.min(Semaphore::MAX_PERMITS),
+            )),
             body_timeout,
         }
     }
@@ -127,25 +136,66 @@ pub fn overloaded(what: &str) -> ApiError {
     )
 }
 
-/// A request's slot among those in flight.
+/// A request's slot among those in flight, and what its answer reserved.
 #[derive(Debug, Clone)]
 pub struct Slot {
-    held: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+    held: Arc<Mutex<Kept>>,
     slots: Arc<Semaphore>,
+    answers: Arc<Semaphore>,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    /// Held, not read: dropping it gives the slot back.
+    _slot: Option<OwnedSemaphorePermit>,
+    answer: Option<OwnedSemaphorePermit>,
+    /// The answer is a page, which reserves its most while it is built.
+    page: bool,
 }
 
 impl Slot {
-    /// Gives the slot back while the request waits on neither the database nor its client.
-    pub fn release(&self) {
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).take();
+    fn held(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Takes a slot again; `false` when none is free.
+    /// Reserves, before the store is read, what a page can be; `429` when the budget
+    /// cannot take it.
+    pub fn reserve_page(&self) -> Result<(), ApiError> {
+        let mut held = self.held();
+        if held.answer.is_none() {
+            held.answer = Some(answers::reserve(&self.answers, answers::PAGE_BYTES)?);
+        }
+        held.page = true;
+        Ok(())
+    }
+
+    /// Gives the slot and the answer's reservation back while the request waits on
+    /// neither the database nor its client.
+    pub fn release(&self) {
+        let mut held = self.held();
+        held._slot = None;
+        held.answer = None;
+    }
+
+    /// Takes a slot and the answer's reservation again; `false` when either is not free.
     pub fn retake(&self) -> bool {
-        let permit = Arc::clone(&self.slots).try_acquire_owned().ok();
-        let taken = permit.is_some();
-        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = permit;
-        taken
+        let mut held = self.held();
+        let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
+            return false;
+        };
+        if held.page {
+            match answers::reserve(&self.answers, answers::PAGE_BYTES) {
+                Ok(answer) => held.answer = Some(answer),
+                Err(_) => return false,
+            }
+        }
+        held._slot = Some(slot);
+        true
+    }
+
+    /// What the answer reserved, for the answer to keep.
+    fn answer(&self) -> Option<OwnedSemaphorePermit> {
+        self.held().answer.take()
     }
 }
 
@@ -160,17 +210,22 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
         Ok(received) => received,
         Err(error) => return error.into_response(),
     };
-    let slots = &state.admission.in_flight;
-    let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
+    let admission = &state.admission;
+    let Ok(permit) = Arc::clone(&admission.in_flight).try_acquire_owned() else {
         return overloaded("too many requests in flight (--max-in-flight)").into_response();
     };
     // Kept here too: extractors drop the request's extensions before the handler runs.
     let slot = Slot {
-        held: Arc::new(Mutex::new(Some(permit))),
-        slots: Arc::clone(slots),
+        held: Arc::new(Mutex::new(Kept {
+            _slot: Some(permit),
+            ..Kept::default()
+        })),
+        slots: Arc::clone(&admission.in_flight),
+        answers: Arc::clone(&admission.answer_memory),
     };
     parts.extensions.insert(slot.clone());
     let answer = next.run(Request::from_parts(parts, body)).await;
+    let reserved = slot.answer();
     drop(slot);
-    answer
+    answers::hold(&admission.answer_memory, answer, reserved).await
 }

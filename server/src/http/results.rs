@@ -17,7 +17,7 @@ use super::body::JsonBody;
 use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
 use super::observe::Arrived;
-use super::overload::overloaded;
+use super::overload::{Slot, overloaded};
 use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
 use super::{AppState, json, written};
 use crate::auth::{Caller, Verb, pod};
@@ -270,6 +270,7 @@ pub async fn get(
 )]
 pub async fn list(
     State(state): State<AppState>,
+    Extension(slot): Extension<Slot>,
     caller: Caller,
     Names(path): Names<WorkflowPath>,
     QueryParams(params): QueryParams<ListParams>,
@@ -300,6 +301,7 @@ pub async fn list(
         }
         None => (uid, None),
     };
+    slot.reserve_page()?;
     let page = state
         .store
         .list(ListQuery {
@@ -330,7 +332,7 @@ pub async fn list(
         summary: page.summary,
         continue_token,
     };
-    Ok(super::page(&page.items, &rest))
+    Ok(super::page(page.items, &rest))
 }
 
 /// Delete every result of one workflow incarnation (garbage collection); the feed keeps

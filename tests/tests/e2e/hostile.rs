@@ -1748,3 +1748,169 @@ async fn a_kubernetes_claim_without_its_service_account_is_refused() {
     let (status, _) = whoami_signed(&server, &tokens::user_claims(CONTROLLER)).await;
     assert_eq!(status, 200, "the controller's own token");
 }
+
+/// 100 readers that ask for an 8 MiB page each and read none of it (their receive buffers
+/// 4 KiB): every answer is held against `--max-answer-memory` (64 MiB) until it is sent,
+/// and a page reserves twice its most while it is built, so a few are answered and the
+/// others refused `429`, and the server's memory grows by the budget, not by the pages.
+/// An admin is served meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_answers_stay_within_a_budget() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    for i in 0..9 {
+        let s = step(i);
+        server
+            .send(&s, &s.report(Some(1), true, Some(&megabyte_outputs(i))))
+            .await
+            .expect("report");
+    }
+    let rss_before = server.rss_mib();
+    let request = format!(
+        "GET /api/v1/namespaces/{NS}/workflows/{WF}/results?limit=1000 HTTP/1.1\r\nHost: \
+         {}\r\nAuthorization: Bearer {}\r\n\r\n",
+        server.address(),
+        tokens::user_token(READER)
+    );
+    let address: std::net::SocketAddr = server.address().parse().expect("address");
+    let mut readers = Vec::new();
+    for _ in 0..100 {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+        let mut stream = socket.connect(address).await.expect("connect");
+        stream.write_all(request.as_bytes()).await.expect("send");
+        readers.push(stream);
+    }
+    let counted = eventually(
+        "every page asked for is answered",
+        Duration::from_secs(30),
+        async || {
+            let answered = answered(
+                &server,
+                "GET",
+                "/api/v1/namespaces/{namespace}/workflows/{workflow}/results",
+            )
+            .await;
+            (answered.values().sum::<u64>() >= 100).then_some(answered)
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_after = server.rss_mib();
+    let (whoami, took) = admin_whoami(&server).await;
+    figure(
+        "unread answers",
+        format!(
+            "100 readers of an 8 MiB page reading nothing: answered {counted:?}; RSS \
+             {rss_before:.0} -> {rss_after:.0} MiB; admin whoami {whoami} in {} ms",
+            took.as_millis()
+        ),
+    );
+    drop(readers);
+    assert!(counted.contains_key(&429), "{counted:?}");
+    assert!(
+        counted.get(&200).is_some_and(|&held| held <= 8),
+        "{counted:?}"
+    );
+    assert!(
+        rss_after - rss_before < 128.0,
+        "{rss_before:.0} -> {rss_after:.0} MiB"
+    );
+    assert_eq!(whoami, 200);
+}
+
+/// One HTTP/2 connection that asks for 190 pages of 8 MiB at once and opens no window to
+/// read them: the server takes 32 of its requests at a time and holds what it answers
+/// within `--max-answer-memory`; an admin is answered at once meanwhile (`429` for a page
+/// if the budget is held), and once the connection has read nothing for `--idle-timeout`
+/// (2 s here) it is closed and the admin's list served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_http2_connection_stays_within_a_budget() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--idle-timeout", "2s"])
+        .start()
+        .await;
+    for i in 0..9 {
+        let s = step(i);
+        server
+            .send(&s, &s.report(Some(1), true, Some(&megabyte_outputs(i))))
+            .await
+            .expect("report");
+    }
+    let rss_before = server.rss_mib();
+    let client = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .http2_initial_stream_window_size(0)
+        .http2_initial_connection_window_size(0)
+        .build()
+        .expect("client");
+    let url = format!(
+        "{}/api/v1/namespaces/{NS}/workflows/{WF}/results?limit=1000",
+        server.url()
+    );
+    let reader = tokens::user_token(READER);
+    let stalled: Vec<_> = (0..190)
+        .map(|_| {
+            let request = client.get(&url).bearer_auth(&reader);
+            tokio::spawn(async move {
+                // Kept, unread: dropped, the stream would be reset and its answer freed.
+                let answer = request.send().await;
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                answer.map(|a| a.status().as_u16())
+            })
+        })
+        .collect();
+    let route = "/api/v1/namespaces/{namespace}/workflows/{workflow}/results";
+    let counted = eventually(
+        "the first requests are answered",
+        Duration::from_secs(30),
+        async || {
+            let answered = answered(&server, "GET", route).await;
+            (answered.values().sum::<u64>() >= 32).then_some(answered)
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_after = server.rss_mib();
+    let list_path = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results?limit=1");
+    let started = Instant::now();
+    let during = server.get(&list_path, Some(&reader)).await;
+    let took = started.elapsed();
+    let taken = answered(&server, "GET", route).await;
+    let waiting = Instant::now();
+    let gauge = "argo_results_http_connections{listener=\"api\"} ";
+    eventually(
+        "the stalled connection is closed",
+        Duration::from_secs(15),
+        async || {
+            // The scrape's own connection is the one left.
+            (metric(server.url(), gauge).await == 1).then_some(())
+        },
+    )
+    .await;
+    let closed_after = waiting.elapsed();
+    let after = server.get(&list_path, Some(&reader)).await;
+    figure(
+        "stalled HTTP/2",
+        format!(
+            "190 streams on one connection, no window: answered {taken:?} (first {counted:?}); \
+             RSS {rss_before:.0} -> {rss_after:.0} MiB; an admin's list meanwhile {} in {} ms; \
+             the connection closed after {:.1} s, then the list {}",
+            during.status,
+            took.as_millis(),
+            closed_after.as_secs_f64(),
+            after.status
+        ),
+    );
+    stalled.iter().for_each(JoinHandle::abort);
+    assert!(
+        taken.values().sum::<u64>() <= 33,
+        "32 streams at once: {taken:?}"
+    );
+    assert!(
+        rss_after - rss_before < 128.0,
+        "{rss_before:.0} -> {rss_after:.0} MiB"
+    );
+    assert!(matches!(during.status, 200 | 429), "{}", during.text);
+    assert!(took < Duration::from_secs(1), "the admin waited {took:?}");
+    assert_eq!(after.status, 200);
+}
