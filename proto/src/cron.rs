@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "openapi")]
-use crate::schema::{ObjectName, Reason, Uid};
+use crate::schema::{ObjectName, Uid};
 
 /// `POST .../cronworkflows/{name}/runs`: claim one scheduled tick, with a lease, before
 /// creating its workflow.
@@ -68,26 +68,21 @@ pub enum SettleOutcome {
     Skipped,
 }
 
-/// `POST .../cronworkflows/{name}/runs/settle`: the holder records what it did.
+/// `POST .../cronworkflows/{name}/runs/settle`: the holder records what it did. Its
+/// OpenAPI schema is `schema.rs`'s: one shape per outcome.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettleRequest {
-    #[cfg_attr(feature = "openapi", schema(value_type = Uid))]
     pub cron_workflow_uid: String,
-    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
     pub scheduled_time: String,
     /// The `claimId` of the holder's `201`.
-    #[cfg_attr(feature = "openapi", schema(value_type = Uid))]
     pub claim_id: String,
     pub outcome: SettleOutcome,
     /// Required with `submitted`, refused with `skipped`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Uid>))]
     pub workflow_uid: Option<String>,
     /// Required with `skipped`, refused with `submitted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Reason>))]
     pub reason: Option<String>,
 }
 

@@ -2,9 +2,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::NodeResult;
 
-/// One change of the feed, in revision order.
+/// One change of the feed, in revision order. Its OpenAPI schema is `schema.rs`'s: the
+/// variants named, with a discriminator on `type`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "lowercase", try_from = "WireItem")]
 pub enum FeedItem {
     /// A result was created or changed; `result` is its state at `revision`.

@@ -26,7 +26,10 @@ pub struct ReportRequest {
     pub instance_id: Option<String>,
     /// Orders one pod's reports; at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, maximum = 9_223_372_036_854_775_807_i64)
+    )]
     pub sequence: Option<i64>,
     /// Stores the fields and completes the result in one transaction.
     #[serde(default, rename = "final")]

@@ -2,7 +2,11 @@
 //! checks (`server/src/validate.rs`; API.md, its names and section 2), declared once so that
 //! generated clients check what the server checks. No value of these types is ever made.
 
-use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{
+    Discriminator, ObjectBuilder, OneOfBuilder, Ref, Schema, SchemaType, Type,
+};
+use utoipa::{PartialSchema, ToSchema};
 
 /// A namespace: a DNS-1123 label.
 #[derive(Debug, ToSchema)]
@@ -32,9 +36,10 @@ pub struct Uid(pub String);
 )]
 pub struct InstanceId(pub String);
 
-/// `N/M` steps done, with `0 <= N <= M` and `M > 0`.
+/// `N/M` steps done, with `0 <= N <= M` and `M > 0` (the pattern says all of it but
+/// `N <= M`), each at most 19 digits.
 #[derive(Debug, ToSchema)]
-#[schema(pattern = "^[0-9]+/[0-9]+$")]
+#[schema(pattern = "^[0-9]{1,19}/0*[1-9][0-9]{0,18}$", max_length = 39)]
 pub struct Progress(pub String);
 
 /// Free text of at most 16 KiB (counted in UTF-8 bytes), without NUL.
@@ -79,16 +84,251 @@ pub struct Outputs {
     pub exit_code: Option<String>,
 }
 
-/// An output parameter; its other fields are Argo's.
+/// Argo's `AnyString` (`pkg/apis/workflow/v1alpha1/anystring.go`): a string, or a number
+/// or boolean that Argo reads as its text.
+#[derive(Debug)]
+pub struct AnyString;
+
+impl utoipa::PartialSchema for AnyString {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([
+                Type::String,
+                Type::Number,
+                Type::Boolean,
+            ]))
+            .description(Some(
+                "Argo's AnyString: a string, or a number or boolean that Argo reads as its text.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for AnyString {}
+
+/// Where Argo took a parameter's value from (`ValueFrom`); other members are stored as
+/// sent.
 #[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct ValueFrom {
+    pub path: Option<String>,
+    pub json_path: Option<String>,
+    pub jq_filter: Option<String>,
+    pub event: Option<String>,
+    pub parameter: Option<String>,
+    pub expression: Option<String>,
+    pub default: Option<AnyString>,
+    #[schema(value_type = Option<Object>)]
+    pub supplied: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub config_map_key_ref: Option<()>,
+}
+
+/// An output parameter: Argo's `Parameter`, its known members typed as Argo's are; others
+/// are stored as sent.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
 pub struct OutputParameter {
     #[schema(pattern = "^[-a-zA-Z0-9_]+$")]
     pub name: String,
+    pub value: Option<AnyString>,
+    pub default: Option<AnyString>,
+    pub value_from: Option<ValueFrom>,
+    pub global_name: Option<String>,
+    #[schema(value_type = Option<Vec<AnyString>>)]
+    pub r#enum: Option<()>,
+    pub description: Option<AnyString>,
 }
 
-/// An output artifact; its other fields are Argo's.
+/// An output artifact: Argo's `Artifact` and the storage it names (`ArtifactLocation`),
+/// its known members typed as Argo's are; others are stored as sent.
 #[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
 pub struct OutputArtifact {
     #[schema(pattern = "^[-a-zA-Z0-9_{}.]+$")]
     pub name: String,
+    pub path: Option<String>,
+    /// File mode bits.
+    pub mode: Option<i32>,
+    pub from: Option<String>,
+    pub from_expression: Option<String>,
+    pub global_name: Option<String>,
+    pub sub_path: Option<String>,
+    pub optional: Option<bool>,
+    pub recurse_mode: Option<bool>,
+    pub deleted: Option<bool>,
+    pub archive_logs: Option<bool>,
+    #[schema(value_type = Option<Object>)]
+    pub archive: Option<()>,
+    #[schema(value_type = Option<Object>, rename = "artifactGC")]
+    pub artifact_gc: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub s3: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub git: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub http: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub artifactory: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub hdfs: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub raw: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub oss: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub gcs: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub azure: Option<()>,
+    #[schema(value_type = Option<Object>)]
+    pub plugin: Option<()>,
+}
+
+/// The `type` of a [`FeedUpserted`].
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum UpsertedType {
+    Upserted,
+}
+
+/// The `type` of a [`FeedDeleted`].
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum DeletedType {
+    Deleted,
+}
+
+/// A change of the feed of `type` `upserted`: a result was created or changed; `result`
+/// is its state at `revision`.
+#[derive(Debug, ToSchema)]
+pub struct FeedUpserted {
+    pub r#type: UpsertedType,
+    pub revision: i64,
+    pub result: crate::NodeResult,
+}
+
+/// A change of the feed of `type` `deleted`: a result was deleted (the tombstone of a
+/// workflow's garbage collection).
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct FeedDeleted {
+    pub r#type: DeletedType,
+    pub revision: i64,
+    pub namespace: String,
+    pub workflow: String,
+    pub workflow_uid: String,
+    pub node_id: String,
+}
+
+/// One change of the feed: its variants by name, told apart by `type`, so that generated
+/// clients get one type for each.
+impl PartialSchema for crate::FeedItem {
+    fn schema() -> RefOr<Schema> {
+        one_of_by(
+            "type",
+            &[
+                ("upserted", FeedUpserted::name()),
+                ("deleted", FeedDeleted::name()),
+            ],
+            "One change of the feed, in revision order; `type` says which.",
+        )
+    }
+}
+
+impl ToSchema for crate::FeedItem {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((FeedUpserted::name().into(), FeedUpserted::schema()));
+        schemas.push((FeedDeleted::name().into(), FeedDeleted::schema()));
+        <FeedUpserted as ToSchema>::schemas(schemas);
+        <FeedDeleted as ToSchema>::schemas(schemas);
+    }
+}
+
+/// The `outcome` of a [`SettleSubmitted`].
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum SubmittedOutcome {
+    Submitted,
+}
+
+/// The `outcome` of a [`SettleSkipped`].
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum SkippedOutcome {
+    Skipped,
+}
+
+/// A settle whose holder created the tick's workflow (`outcome` `submitted`).
+#[derive(Debug, ToSchema, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettleSubmitted {
+    #[schema(value_type = Uid)]
+    pub cron_workflow_uid: String,
+    #[schema(format = DateTime)]
+    pub scheduled_time: String,
+    /// The `claimId` of the holder's `201`.
+    #[schema(value_type = Uid)]
+    pub claim_id: String,
+    #[schema(value_type = SubmittedOutcome)]
+    pub outcome: String,
+    /// The UID of the workflow created for the tick.
+    #[schema(value_type = Uid)]
+    pub workflow_uid: String,
+}
+
+/// A settle whose holder skipped the tick (`outcome` `skipped`), and why.
+#[derive(Debug, ToSchema, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettleSkipped {
+    #[schema(value_type = Uid)]
+    pub cron_workflow_uid: String,
+    #[schema(format = DateTime)]
+    pub scheduled_time: String,
+    /// The `claimId` of the holder's `201`.
+    #[schema(value_type = Uid)]
+    pub claim_id: String,
+    #[schema(value_type = SkippedOutcome)]
+    pub outcome: String,
+    #[schema(value_type = Reason)]
+    pub reason: String,
+}
+
+/// `POST .../runs/settle`'s body: one shape per outcome, told apart by `outcome`, so that
+/// a client generated from the document sends what the server takes.
+impl PartialSchema for crate::SettleRequest {
+    fn schema() -> RefOr<Schema> {
+        one_of_by(
+            "outcome",
+            &[
+                ("submitted", SettleSubmitted::name()),
+                ("skipped", SettleSkipped::name()),
+            ],
+            "What the holder of a claim did with its tick; `outcome` says which.",
+        )
+    }
+}
+
+impl ToSchema for crate::SettleRequest {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((SettleSubmitted::name().into(), SettleSubmitted::schema()));
+        schemas.push((SettleSkipped::name().into(), SettleSkipped::schema()));
+        <SettleSubmitted as ToSchema>::schemas(schemas);
+        <SettleSkipped as ToSchema>::schemas(schemas);
+    }
+}
+
+/// One of the schemas `variants` names, told apart by the value of `property`.
+fn one_of_by(
+    property: &str,
+    variants: &[(&str, std::borrow::Cow<'static, str>)],
+    description: &str,
+) -> RefOr<Schema> {
+    let mut one_of = OneOfBuilder::new().description(Some(description));
+    let mut discriminator = Discriminator::new(property);
+    for (tag, name) in variants {
+        let reference = format!("#/components/schemas/{name}");
+        one_of = one_of.item(Ref::new(reference.clone()));
+        discriminator.mapping.insert((*tag).to_owned(), reference);
+    }
+    one_of.discriminator(Some(discriminator)).into()
 }

@@ -5,6 +5,7 @@ use argo_results_proto::{
     AbandonRequest, ClaimRequest, ExpectationRequest, ReportRequest, SettleOutcome, SettleRequest,
 };
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde_json::value::RawValue;
 
@@ -176,19 +177,115 @@ struct OutputsPatch<'a> {
     exit_code: Option<&'a RawValue>,
 }
 
-/// An item of `parameters` or `artifacts`: its name, if it is a string.
-#[derive(serde::Deserialize)]
-struct Named<'a> {
-    #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
+/// The JSON kinds Argo gives the members of a parameter or an artifact it knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    String,
+    Integer,
+    Boolean,
+    Object,
+    /// Argo's `AnyString`: a string, a number or a boolean.
+    AnyString,
+    /// An array of `AnyString`.
+    AnyStrings,
 }
 
-fn named_items(
-    items: Option<&RawValue>,
-    key: &str,
-    extra: &[u8],
-    pattern: &str,
-) -> Result<(), FieldError> {
+impl Kind {
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::String => "a string",
+            Kind::Integer => "an integer",
+            Kind::Boolean => "a boolean",
+            Kind::Object => "an object",
+            Kind::AnyString => "a string, a number or a boolean",
+            Kind::AnyStrings => "an array of strings, numbers or booleans",
+        }
+    }
+
+    /// Whether `value` (JSON text, not `null`) is of this kind.
+    fn admits(self, value: &RawValue) -> bool {
+        let text = value.get();
+        let scalar = |text: &str| {
+            text.starts_with('"')
+                || text == "true"
+                || text == "false"
+                || text.starts_with(|c: char| c == '-' || c.is_ascii_digit())
+        };
+        match self {
+            Kind::String => text.starts_with('"'),
+            Kind::Integer => serde_json::from_str::<i64>(text).is_ok(),
+            Kind::Boolean => text == "true" || text == "false",
+            Kind::Object => text.starts_with('{'),
+            Kind::AnyString => scalar(text),
+            Kind::AnyStrings => serde_json::from_str::<Vec<&RawValue>>(text)
+                .is_ok_and(|items| items.iter().all(|item| scalar(item.get()))),
+        }
+    }
+}
+
+/// The members of an output parameter that Argo knows (`Parameter`), with their kinds;
+/// the OpenAPI document declares the same (`OutputParameter`).
+pub const PARAMETER_MEMBERS: &[(&str, Kind)] = &[
+    ("value", Kind::AnyString),
+    ("default", Kind::AnyString),
+    ("valueFrom", Kind::Object),
+    ("globalName", Kind::String),
+    ("enum", Kind::AnyStrings),
+    ("description", Kind::AnyString),
+];
+
+/// The members of an output artifact that Argo knows (`Artifact`, `ArtifactLocation`),
+/// with their kinds; the OpenAPI document declares the same (`OutputArtifact`).
+pub const ARTIFACT_MEMBERS: &[(&str, Kind)] = &[
+    ("path", Kind::String),
+    ("mode", Kind::Integer),
+    ("from", Kind::String),
+    ("fromExpression", Kind::String),
+    ("globalName", Kind::String),
+    ("subPath", Kind::String),
+    ("optional", Kind::Boolean),
+    ("recurseMode", Kind::Boolean),
+    ("deleted", Kind::Boolean),
+    ("archiveLogs", Kind::Boolean),
+    ("archive", Kind::Object),
+    ("artifactGC", Kind::Object),
+    ("s3", Kind::Object),
+    ("git", Kind::Object),
+    ("http", Kind::Object),
+    ("artifactory", Kind::Object),
+    ("hdfs", Kind::Object),
+    ("raw", Kind::Object),
+    ("oss", Kind::Object),
+    ("gcs", Kind::Object),
+    ("azure", Kind::Object),
+    ("plugin", Kind::Object),
+];
+
+/// How an item of `parameters` or `artifacts` must be: its name's pattern (the bytes
+/// allowed besides letters, digits, `-` and `_`), and its known members.
+struct ItemRules {
+    key: &'static str,
+    extra: &'static [u8],
+    pattern: &'static str,
+    members: &'static [(&'static str, Kind)],
+}
+
+const PARAMETERS: ItemRules = ItemRules {
+    key: "parameters",
+    extra: b"",
+    pattern: "^[-a-zA-Z0-9_]+$",
+    members: PARAMETER_MEMBERS,
+};
+
+const ARTIFACTS: ItemRules = ItemRules {
+    key: "artifacts",
+    extra: b"{}.",
+    pattern: "^[-a-zA-Z0-9_{}.]+$",
+    members: ARTIFACT_MEMBERS,
+};
+
+fn named_items(items: Option<&RawValue>, rules: &ItemRules) -> Result<(), FieldError> {
+    let key = rules.key;
     let Some(items) = items else {
         return Ok(());
     };
@@ -196,19 +293,34 @@ fn named_items(
         return fail(format!("outputs.{key}"), "must be an array");
     };
     for (i, item) in items.iter().enumerate() {
-        // Anything but an object with a string name has no name.
-        let named = is_object(item)
-            .then(|| serde_json::from_str::<Named>(item.get()).ok())
-            .flatten();
-        match named.and_then(|named| named.name) {
-            Some(name) if name_matches(&name, extra) => {}
+        // Anything but an object has no name.
+        let members = is_object(item)
+            .then(|| serde_json::from_str::<HashMap<Cow<str>, &RawValue>>(item.get()).ok())
+            .flatten()
+            .unwrap_or_default();
+        let name = members
+            .get("name")
+            .and_then(|value| serde_json::from_str::<Cow<str>>(value.get()).ok());
+        match name {
+            Some(name) if name_matches(&name, rules.extra) => {}
             Some(name) => {
                 return fail(
                     format!("outputs.{key}[{i}].name"),
-                    format!("{name:?} does not match {pattern}"),
+                    format!("{name:?} does not match {}", rules.pattern),
                 );
             }
             None => return fail(format!("outputs.{key}[{i}].name"), "is required"),
+        }
+        for (member, kind) in rules.members {
+            if let Some(value) = members.get(*member)
+                && value.get() != "null"
+                && !kind.admits(value)
+            {
+                return fail(
+                    format!("outputs.{key}[{i}].{member}"),
+                    format!("must be {}, as in Argo", kind.describe()),
+                );
+            }
         }
     }
     Ok(())
@@ -225,8 +337,8 @@ fn outputs(raw: &RawValue, limits: &Limits) -> Result<(), FieldError> {
     let Ok(patch) = serde_json::from_str::<OutputsPatch>(raw.get()) else {
         return fail("outputs", "is not valid JSON");
     };
-    named_items(patch.parameters, "parameters", b"", "^[-a-zA-Z0-9_]+$")?;
-    named_items(patch.artifacts, "artifacts", b"{}.", "^[-a-zA-Z0-9_{}.]+$")?;
+    named_items(patch.parameters, &PARAMETERS)?;
+    named_items(patch.artifacts, &ARTIFACTS)?;
     if let Some(result) = patch.result {
         let Ok(result) = serde_json::from_str::<Cow<str>>(result.get()) else {
             return fail("outputs.result", "must be a string");
@@ -411,6 +523,42 @@ mod tests {
         assert!(progress("0/0").is_err());
         assert!(progress("1/x").is_err());
         assert!(progress("-1/2").is_err());
+    }
+
+    #[test]
+    fn argos_members_of_parameters_and_artifacts_have_argos_kinds() {
+        assert_eq!(
+            field_of(
+                r#"{"parameters":[{"name":"a","value":1.5,"default":true,"enum":["x",2],
+                "valueFrom":{"path":"/p"},"other":{"kept":[1]}}],
+                "artifacts":[{"name":"b","mode":420,"optional":true,"s3":{"key":"k"},"path":null}]}"#
+            ),
+            None
+        );
+        for (outputs, field) in [
+            (
+                r#"{"parameters":[{"name":"a","value":{"x":1}}]}"#,
+                "outputs.parameters[0].value",
+            ),
+            (
+                r#"{"parameters":[{"name":"a","enum":[{}]}]}"#,
+                "outputs.parameters[0].enum",
+            ),
+            (
+                r#"{"parameters":[{"name":"a","globalName":3}]}"#,
+                "outputs.parameters[0].globalName",
+            ),
+            (
+                r#"{"artifacts":[{"name":"b","mode":"0644"}]}"#,
+                "outputs.artifacts[0].mode",
+            ),
+            (
+                r#"{"artifacts":[{"name":"b","s3":"bucket"}]}"#,
+                "outputs.artifacts[0].s3",
+            ),
+        ] {
+            assert_eq!(field_of(outputs).as_deref(), Some(field), "{outputs}");
+        }
     }
 
     #[test]

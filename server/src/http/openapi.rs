@@ -135,7 +135,7 @@ mod tests {
     use proptest::string::string_regex;
     use serde_json::Value;
 
-    use crate::validate::{self, FieldError, Limits, PHASES};
+    use crate::validate::{self, FieldError, Kind, Limits, PHASES};
 
     fn document() -> &'static Value {
         static DOCUMENT: LazyLock<Value> = LazyLock::new(|| {
@@ -258,6 +258,64 @@ mod tests {
         fn reasons_of_the_format_are_accepted(reason in matching("Reason")) {
             let body = AbandonRequest { workflow_uid: "uid".into(), reason };
             prop_assert!(validate::abandon(&body).is_ok());
+        }
+
+        #[test]
+        fn progress_of_the_format_with_n_up_to_m_is_accepted(progress in matching("Progress")) {
+            let (n, m) = progress.split_once('/').expect("N/M");
+            let (n, m): (u64, u64) = (n.parse().expect("N"), m.parse().expect("M"));
+            prop_assert_eq!(report(|r| r.progress = Some(progress)).is_ok(), n <= m);
+        }
+    }
+
+    /// What the document says a member of a parameter or an artifact is, as the kind the
+    /// server checks.
+    fn kind_of(property: &Value) -> Option<Kind> {
+        let reference = |value: &Value| {
+            value["oneOf"][0]["$ref"]
+                .as_str()
+                .or(value["items"]["$ref"].as_str())
+                .map(str::to_owned)
+        };
+        match (property["type"].clone(), reference(property).as_deref()) {
+            (_, Some("#/components/schemas/AnyString")) if property["oneOf"].is_array() => {
+                Some(Kind::AnyString)
+            }
+            (_, Some("#/components/schemas/AnyString")) => Some(Kind::AnyStrings),
+            (_, Some("#/components/schemas/ValueFrom")) => Some(Kind::Object),
+            (Value::Array(types), None) => match types[0].as_str() {
+                Some("string") => Some(Kind::String),
+                Some("integer") => Some(Kind::Integer),
+                Some("boolean") => Some(Kind::Boolean),
+                Some("object") => Some(Kind::Object),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The document declares exactly the members of a parameter and an artifact whose
+    /// kinds the server checks, and the same kinds.
+    #[test]
+    fn parameters_and_artifacts_are_declared_as_checked() {
+        for (schema, members) in [
+            ("OutputParameter", validate::PARAMETER_MEMBERS),
+            ("OutputArtifact", validate::ARTIFACT_MEMBERS),
+        ] {
+            let properties = document()["components"]["schemas"][schema]["properties"]
+                .as_object()
+                .expect("properties");
+            let declared: Vec<(&str, Option<Kind>)> = properties
+                .iter()
+                .filter(|(name, _)| *name != "name")
+                .map(|(name, property)| (name.as_str(), kind_of(property)))
+                .collect();
+            let mut checked: Vec<(&str, Option<Kind>)> = members
+                .iter()
+                .map(|(name, kind)| (*name, Some(*kind)))
+                .collect();
+            checked.sort_by_key(|(name, _)| *name);
+            assert_eq!(declared, checked, "{schema}");
         }
     }
 }
