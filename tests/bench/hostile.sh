@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The hostile cases of issue 16 (tests/tests/e2e/hostile.rs) run against a server binary
-# of your choice, one case at a time, printing each case's figures: status codes, resident
+# The hostile cases (tests/tests/e2e/hostile.rs) run against a server binary of your
+# choice, one case at a time, printing each case's figures: status codes, resident
 # memory, the time an admin call took, requests that reached the fake Kubernetes API.
 #
 #   bash tests/bench/hostile.sh                                  # this tree, release build
@@ -8,8 +8,9 @@
 #
 # To measure "before", build an older commit in a scratch clone and pass its binary: the
 # cases assert on the new behaviour, so an older build fails them, but each prints its
-# figures before it asserts. An older build that lacks --kube-api-qps is run through a
-# wrapper that leaves the flag out (its calls to the API server are not limited at all).
+# figures before it asserts. An older build that lacks --kube-api-qps or
+# --max-connections-per-peer is run through a wrapper that leaves the flag out (it has no
+# such limit at all).
 # Postgres as for the tests.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -21,14 +22,17 @@ if [ -z "$server" ]; then
   server=target/release/argo-results-server
 fi
 server=$(realpath "$server")
-if ! "$server" --help | grep -q -- --kube-api-qps; then
+help=$("$server" --help)
+if ! grep -q -- --kube-api-qps <<<"$help" || ! grep -q -- --max-connections-per-peer <<<"$help"; then
   wrapper=$(mktemp)
   trap 'rm -f "$wrapper"' EXIT
   cat >"$wrapper" <<WRAPPER
 #!/usr/bin/env bash
 args=()
 while [ \$# -gt 0 ]; do
-  if [ "\$1" = --kube-api-qps ]; then shift 2; continue; fi
+  case "\$1" in
+    --kube-api-qps|--max-connections-per-peer) shift 2; continue ;;
+  esac
   args+=("\$1"); shift
 done
 exec "$server" "\${args[@]}"

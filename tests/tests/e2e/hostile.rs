@@ -1,8 +1,11 @@
-//! Issue 16: what one token, or none, could do to the service, tried on the real binary
-//! with its default limits. Each case prints its figures first (`FIGURE <case>: ...`:
-//! status codes, resident memory, the time an admin call took, requests that reached the
-//! fake API server) and then asserts on behaviour only; `tests/bench/hostile.sh` runs the
-//! cases on any build (`ARGO_RESULTS_TEST_SERVER`) to compare before and after a change.
+//! What a hostile pod, a hostile reader or a client without a token could do to the
+//! service, tried on the real binary with its default limits (docs/security.md, "What
+//! stops each attack"). Each case prints its figures first (`FIGURE <case>: ...`: status
+//! codes, resident memory, the time an admin call took, requests that reached the fake API
+//! server) and then asserts on behaviour only; `tests/bench/hostile.sh` runs the cases on
+//! any build (`ARGO_RESULTS_TEST_SERVER`) to compare before and after a change. Attacks
+//! on one rule live beside that rule's cases: encoded bodies in `bad_input`, a dropped
+//! database in `outage`, impostor pods in `binding`.
 
 use std::collections::BTreeMap;
 use std::fmt::Display;
