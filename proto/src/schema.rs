@@ -237,10 +237,7 @@ impl PartialSchema for crate::FeedItem {
 
 impl ToSchema for crate::FeedItem {
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((FeedUpserted::name().into(), FeedUpserted::schema()));
-        schemas.push((FeedDeleted::name().into(), FeedDeleted::schema()));
-        <FeedUpserted as ToSchema>::schemas(schemas);
-        <FeedDeleted as ToSchema>::schemas(schemas);
+        variants::<FeedUpserted, FeedDeleted>(schemas);
     }
 }
 
@@ -310,11 +307,16 @@ impl PartialSchema for crate::SettleRequest {
 
 impl ToSchema for crate::SettleRequest {
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((SettleSubmitted::name().into(), SettleSubmitted::schema()));
-        schemas.push((SettleSkipped::name().into(), SettleSkipped::schema()));
-        <SettleSubmitted as ToSchema>::schemas(schemas);
-        <SettleSkipped as ToSchema>::schemas(schemas);
+        variants::<SettleSubmitted, SettleSkipped>(schemas);
     }
+}
+
+/// The schemas of a [`one_of_by`]'s two variants, and those they refer to.
+fn variants<A: ToSchema, B: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((A::name().into(), A::schema()));
+    schemas.push((B::name().into(), B::schema()));
+    A::schemas(schemas);
+    B::schemas(schemas);
 }
 
 /// One of the schemas `variants` names, told apart by the value of `property`.

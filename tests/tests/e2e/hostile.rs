@@ -827,6 +827,17 @@ async fn the_connection_cap_fits_the_open_file_limit() {
 }
 
 /// A parameter of about a megabyte, to make results of that size.
+/// `n` results of a megabyte each, in one workflow.
+async fn store_megabytes(server: &TestServer, n: u32) {
+    for i in 0..n {
+        let s = step(i);
+        server
+            .send(&s, &s.report(Some(1), true, Some(&megabyte_outputs(i))))
+            .await
+            .expect("report");
+    }
+}
+
 fn megabyte_outputs(i: u32) -> String {
     format!(
         r#"{{"parameters":[{{"name":"blob","value":"{i}-{}"}}]}}"#,
@@ -892,13 +903,7 @@ const PAGE_BYTES: usize = 8 << 20;
 /// `revision` fetch the rest, each result once and in order.
 async fn pages_stop_at_eight_mib(backend: Backend) {
     let server = TestServer::builder(backend).start().await;
-    for i in 0..20 {
-        let s = step(i);
-        server
-            .send(&s, &s.report(Some(1), true, Some(&megabyte_outputs(i))))
-            .await
-            .expect("report");
-    }
+    store_megabytes(&server, 20).await;
     let rss_before = server.rss_mib();
     let reader = tokens::user_token(READER);
     let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results?limit=1000");
@@ -1760,13 +1765,7 @@ async fn a_kubernetes_claim_without_its_service_account_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unread_answers_stay_within_a_budget() {
     let server = TestServer::builder(Backend::Sqlite).start().await;
-    for i in 0..9 {
-        let s = step(i);
-        server
-            .send(&s, &s.report(Some(1), true, Some(&megabyte_outputs(i))))
-            .await
-            .expect("report");
-    }
+    store_megabytes(&server, 9).await;
     let rss_before = server.rss_mib();
     let request = format!(
         "GET /api/v1/namespaces/{NS}/workflows/{WF}/results?limit=1000 HTTP/1.1\r\nHost: \
@@ -1832,13 +1831,7 @@ async fn a_stalled_http2_connection_stays_within_a_budget() {
         .flags(&["--idle-timeout", "2s"])
         .start()
         .await;
-    for i in 0..9 {
-        let s = step(i);
-        server
-            .send(&s, &s.report(Some(1), true, Some(&megabyte_outputs(i))))
-            .await
-            .expect("report");
-    }
+    store_megabytes(&server, 9).await;
     let rss_before = server.rss_mib();
     let client = reqwest::Client::builder()
         .http2_prior_knowledge()
