@@ -24,11 +24,12 @@ use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum_server::Server;
 use axum_server::accept::Accept;
+use futures_util::task::AtomicWaker;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -344,7 +345,7 @@ struct Activity {
     /// The guard closed it to make room.
     closed: AtomicBool,
     /// The task reading the connection, to wake when it is closed.
-    reader: Mutex<Option<Waker>>,
+    reader: AtomicWaker,
 }
 
 impl Activity {
@@ -356,7 +357,7 @@ impl Activity {
             answered: AtomicU64::new(0),
             spoke: AtomicBool::new(false),
             closed: AtomicBool::new(false),
-            reader: Mutex::new(None),
+            reader: AtomicWaker::new(),
         }
     }
 
@@ -378,16 +379,7 @@ impl Activity {
     /// Closes the connection: its next read fails, and its reader is woken to make it.
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        if let Some(reader) = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            reader.wake();
-        }
-    }
-
-    fn register_reader(&self, waker: &Waker) {
-        let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
-        if !reader.as_ref().is_some_and(|r| r.will_wake(waker)) {
-            *reader = Some(waker.clone());
-        }
+        self.reader.wake();
     }
 
     /// When the connection, idle now, may be closed; `None` while a request is in flight.
@@ -492,7 +484,8 @@ impl<T> Guarded<T> {
     /// on a connection, so checking from `poll_read` is enough.
     fn must_close(&mut self, cx: &mut Context<'_>) -> Option<&'static str> {
         let activity = &self.activity;
-        activity.register_reader(cx.waker());
+        // Lock-free: this runs on every read of every connection.
+        activity.reader.register(cx.waker());
         if activity.closed.load(Ordering::SeqCst) {
             return Some("closed to make room for a new connection (--max-open-connections)");
         }

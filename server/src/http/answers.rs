@@ -5,8 +5,8 @@
 //!
 //! A page (a list or the feed) reserves the most a page can be once its caller is
 //! authorized and before the store is read, so that the pages being built are within the
-//! budget too; every answer then keeps what it really is, and gives it back once sent. An answer the budget cannot take is
-//! `429 overloaded` instead.
+//! budget too; every answer then keeps what it really is, and gives it back once sent. An
+//! answer the budget cannot take is `429 overloaded` instead.
 
 use std::convert::Infallible;
 use std::sync::Arc;

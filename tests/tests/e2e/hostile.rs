@@ -334,8 +334,13 @@ async fn only_the_feed_watches() {
 
 /// `n` watches with `token`, each waiting up to a minute: their tasks answer the status.
 fn watches(server: &TestServer, token: &str, n: usize) -> Vec<JoinHandle<u16>> {
+    watches_for(server, token, n, 60)
+}
+
+/// `n` watches with `token`, each waiting up to `seconds`, each on a connection of its own.
+fn watches_for(server: &TestServer, token: &str, n: usize, seconds: u32) -> Vec<JoinHandle<u16>> {
     let url = format!(
-        "{}/api/v1/results?since=0&watch=true&timeoutSeconds=60",
+        "{}/api/v1/results?since=0&watch=true&timeoutSeconds={seconds}",
         server.url()
     );
     (0..n)
@@ -627,6 +632,17 @@ async fn fresh_whoami(url: &str, from: Option<std::net::IpAddr>) -> u16 {
         .map_or(0, |answer| answer.status().as_u16())
 }
 
+/// Waits until `n` feed requests wait in the server, asked of its `--metrics-listen` at
+/// `metrics` (the API's address may take no more connections).
+async fn watching(metrics: &str, n: u64) {
+    eventually(
+        &format!("{n} watches wait"),
+        Duration::from_secs(10),
+        async || (metric(metrics, "argo_results_feed_watchers ").await == n).then_some(()),
+    )
+    .await;
+}
+
 /// The value of a metric line that starts with `prefix`.
 async fn metric(url: &str, prefix: &str) -> u64 {
     let metrics = reqwest::get(format!("{url}/metrics"))
@@ -715,22 +731,8 @@ async fn readiness_fails_while_every_connection_is_in_use() {
             .await
             .map_or(0, |a| a.status().as_u16())
     };
-    let url = format!(
-        "{}/api/v1/results?since=0&watch=true&timeoutSeconds=4",
-        server.url()
-    );
-    let controller = tokens::user_token(CONTROLLER);
-    let watches: Vec<_> = (0..24)
-        .map(|_| {
-            let request = reqwest::Client::new().get(&url).bearer_auth(&controller);
-            tokio::spawn(async move { request.send().await.map_or(0, |a| a.status().as_u16()) })
-        })
-        .collect();
-    let metrics_url = format!("http://{metrics}");
-    let waiting = eventually("24 watches wait", Duration::from_secs(10), async || {
-        (metric(&metrics_url, "argo_results_feed_watchers ").await == 24).then_some(())
-    });
-    waiting.await;
+    let watches = watches_for(&server, &tokens::user_token(CONTROLLER), 24, 4);
+    watching(&format!("http://{metrics}"), 24).await;
     let full = ready().await;
     let newcomer = fresh_whoami(server.url(), None).await;
     let answered = tally(join_all(watches).await.into_iter().map(|w| w.unwrap_or(0)));
@@ -769,21 +771,8 @@ async fn one_peer_cannot_take_every_connection() {
         .start()
         .await;
     let metrics = format!("http://{metrics}");
-    let url = format!(
-        "{}/api/v1/results?since=0&watch=true&timeoutSeconds=30",
-        server.url()
-    );
-    let controller = tokens::user_token(CONTROLLER);
-    let watches: Vec<_> = (0..8)
-        .map(|_| {
-            let request = reqwest::Client::new().get(&url).bearer_auth(&controller);
-            tokio::spawn(async move { request.send().await.map_or(0, |a| a.status().as_u16()) })
-        })
-        .collect();
-    eventually("8 watches wait", Duration::from_secs(10), async || {
-        (metric(&metrics, "argo_results_feed_watchers ").await == 8).then_some(())
-    })
-    .await;
+    let watches = watches_for(&server, &tokens::user_token(CONTROLLER), 8, 30);
+    watching(&metrics, 8).await;
     let ninth = fresh_whoami(server.url(), None).await;
     let other = fresh_whoami(server.url(), Some([127, 0, 0, 2].into())).await;
     figure(
