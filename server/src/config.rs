@@ -22,6 +22,15 @@ pub enum LogFormat {
     Json,
 }
 
+/// What the process's exit status says, in `--help`.
+const EXIT_CODES: &str = "\
+Exit status:
+  0  stopped by SIGTERM or SIGINT after finishing in-flight requests
+  1  could not start: the message says why (flags, keys, TLS files, address in use, ...)
+  2  the flags are wrong (usage)
+  3  the database did not take a connection within --database-wait
+  4  the database's migrations failed";
+
 /// Stores Argo Workflows' step results in Postgres or SQLite and serves them to the
 /// controller, the wait containers and admins.
 ///
@@ -32,11 +41,17 @@ pub enum LogFormat {
 ///     --listen 0.0.0.0:8080 --jwks-file /etc/argo-results/jwks.json \
 ///     --controller system:serviceaccount:argo:argo --reader system:serviceaccount:argo:argo-server
 #[derive(Debug, Clone, Parser)]
-#[command(name = "argo-results-server", version, verbatim_doc_comment)]
+#[command(name = "argo-results-server", version, verbatim_doc_comment, after_help = EXIT_CODES)]
 pub struct Config {
     /// `postgres://...` or `sqlite://PATH` [default: sqlite://<data-dir>/argo-results.db]
     #[arg(long, env = "DATABASE_URL")]
     pub database_url: Option<String>,
+
+    /// How long to wait at start for a Postgres database that does not take connections
+    /// yet (down, starting, not yet in DNS); each attempt is logged. Probes answer
+    /// meanwhile, /readyz 503.
+    #[arg(long, env = "ARGO_RESULTS_DATABASE_WAIT", default_value = "5m", value_parser = parse_duration)]
+    pub database_wait: Duration,
 
     /// Address to listen on; port 0 picks a free port (printed at start).
     #[arg(long, env = "ARGO_RESULTS_LISTEN", default_value = "127.0.0.1:8080")]

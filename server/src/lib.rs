@@ -81,6 +81,19 @@ pub enum StartError {
     Tls(std::io::Error),
 }
 
+impl StartError {
+    /// The process's exit status for this error (listed in `--help`): an orchestrator or
+    /// a script can tell a database that never came, or migrations that failed, from a
+    /// mistake in the flags.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            StartError::Store(StoreError::Unreachable { .. }) => 3,
+            StartError::Store(StoreError::Migrate(_)) => 4,
+            _ => 1,
+        }
+    }
+}
+
 /// How requests are authenticated and authorized, and the dev key when the embedded
 /// default made one.
 async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>), StartError> {
@@ -168,6 +181,19 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
     Ok((Authenticator::tokens(verifier, authorizer, unbound), dev))
 }
 
+/// The CLI as it can be run now: the binary built beside this one (cargo builds both into
+/// `target/`, the image holds both), else through cargo from the repository.
+fn cli_command() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("argo-results")))
+        .filter(|cli| cli.is_file())
+        .map_or_else(
+            || "cargo run -q -p argo-results-client --".to_owned(),
+            |cli| cli.display().to_string(),
+        )
+}
+
 /// What a newcomer needs to talk to the embedded default, printed once it listens.
 fn dev_banner(
     format: LogFormat,
@@ -181,7 +207,8 @@ fn dev_banner(
     let key = dev.path.display().to_string();
     let curl = format!("curl -H \"Authorization: Bearer {admin}\" {scheme}://{addr}/api/v1/whoami");
     let mint = format!(
-        "argo-results token --key {key} --namespace argo --pod-name my-wf-main-1234 --pod-uid pod-uid-1"
+        "{} token --key {key} --namespace argo --pod-name my-wf-main-1234 --pod-uid pod-uid-1",
+        cli_command()
     );
     let text = format!(
         "dev auth: trusting tokens signed by {key} (loopback only)\n\
@@ -226,26 +253,6 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         );
     }
     let metrics = Arc::new(metrics::Metrics::new());
-    let store = store::open(
-        &config.database_url(),
-        config.max_connections,
-        config.batching(),
-        policy,
-        config.new_epoch,
-        Arc::clone(&metrics),
-    )
-    .await?;
-    let (stop, stopping) = watch::channel(false);
-    retention::spawn(
-        retention::Retention {
-            feed: config.feed_retention,
-            results: config.result_retention,
-            claims: config.claim_retention,
-            every: config.retention_every,
-        },
-        Arc::clone(&store),
-        Arc::clone(&metrics),
-    );
     let connections = listener::fit_open_files(
         listener::Limits {
             header_timeout: config.header_timeout,
@@ -261,25 +268,6 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         OPERATIONS_CONNECTIONS + config.max_connections as usize + 64,
     );
     let api_guard = Guard::new("api", connections, Arc::clone(&metrics));
-    let state = http::AppState::new(http::Shared {
-        store,
-        auth: authenticator,
-        metrics: Arc::clone(&metrics),
-        limits: Limits {
-            max_body_bytes: config.max_body_bytes,
-            max_result_bytes: config.max_result_bytes,
-        },
-        stopping,
-        admission: http::Admission::new(
-            config.max_in_flight(),
-            config.max_watches as usize,
-            config.max_body_memory,
-            config.max_answer_memory,
-            config.body_timeout,
-        ),
-        pod_writes: http::PodWrites::new(config.pod_write_budget()),
-        api_connections: api_guard.clone(),
-    });
     let listener =
         listener::bind(config.listen, connections.max_connections).map_err(|source| {
             StartError::Listen {
@@ -303,6 +291,60 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         ),
         None => None,
     };
+    // Probes answer from here on: a long wait for the database or a long migration is
+    // not killed by the liveness probe, and readiness says not yet.
+    let starting =
+        http::starting::Starting::serve(&listener, tls.clone(), operations.as_ref(), &metrics)
+            .map_err(StartError::Serve)?;
+    let database = store::redacted(&config.database_url());
+    console::say(
+        config.log_format,
+        &format!("argo-results-server opening the store {database}"),
+        &[("database", &database)],
+    );
+    let store = store::open(
+        &config.database_url(),
+        store::Opening {
+            max_connections: config.max_connections,
+            wait: config.database_wait,
+            batching: config.batching(),
+            policy,
+            new_epoch: config.new_epoch,
+        },
+        Arc::clone(&metrics),
+    )
+    .await?;
+    starting.stop().await;
+    let (stop, stopping) = watch::channel(false);
+    retention::spawn(
+        retention::Retention {
+            feed: config.feed_retention,
+            results: config.result_retention,
+            claims: config.claim_retention,
+            every: config.retention_every,
+        },
+        Arc::clone(&store),
+        Arc::clone(&metrics),
+    );
+    let state = http::AppState::new(http::Shared {
+        store,
+        auth: authenticator,
+        metrics: Arc::clone(&metrics),
+        limits: Limits {
+            max_body_bytes: config.max_body_bytes,
+            max_result_bytes: config.max_result_bytes,
+        },
+        stopping,
+        admission: http::Admission::new(
+            config.max_in_flight(),
+            config.max_watches as usize,
+            config.max_body_memory,
+            config.max_answer_memory,
+            config.body_timeout,
+        ),
+        pod_writes: http::PodWrites::new(config.pod_write_budget()),
+        api_connections: api_guard.clone(),
+    });
     let scheme = if tls.is_some() { "https" } else { "http" };
     if let Some(dev) = &dev {
         dev_banner(config.log_format, dev, &config.audience, scheme, addr)?;

@@ -1,3 +1,4 @@
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use argo_results_server::config::{Config, LogFormat};
@@ -13,8 +14,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colour codes only where a person reads them, never into a file or a log collector.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -49,7 +52,7 @@ async fn main() -> ExitCode {
         Err(error) => {
             let text = format!("argo-results-server: {error}");
             eprintln!("{}", console::line(format, "ERROR", &text, &[]));
-            ExitCode::FAILURE
+            ExitCode::from(error.exit_code())
         }
     }
 }

@@ -8,6 +8,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::auth::Reason;
+use crate::store::FailureKind;
 
 /// What became of a report that reached the store; never a node ID or other unbounded
 /// value. (The label values are the variants' names, hence their case.)
@@ -26,6 +27,19 @@ pub enum ReportOutcome {
     not_expected,
     /// Any other refusal or failure.
     refused,
+}
+
+impl ReportOutcome {
+    const ALL: [ReportOutcome; 8] = [
+        ReportOutcome::created,
+        ReportOutcome::updated,
+        ReportOutcome::replayed,
+        ReportOutcome::stale,
+        ReportOutcome::conflict,
+        ReportOutcome::pod_mismatch,
+        ReportOutcome::not_expected,
+        ReportOutcome::refused,
+    ];
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -49,6 +63,12 @@ struct RequestLabels {
 struct RouteLabels {
     route: String,
 }
+
+/// The `state` labels of `argo_results_results_pending`.
+const PENDING: [&str; 2] = ["expected", "reporting"];
+
+/// The `kind` labels of `argo_results_retention_deleted_total`.
+const RETAINED: [&str; 3] = ["results", "changes", "claims"];
 
 /// Request durations from 1 ms to 30 s (long polls land in the last buckets).
 const DURATION_BUCKETS: [f64; 14] = [
@@ -87,6 +107,9 @@ pub struct Metrics {
     connections: Family<ListenerLabels, Gauge>,
     connections_refused: Family<ListenerLabels, Counter>,
     connections_evicted: Family<ListenerLabels, Counter>,
+    feed_head: Gauge,
+    controller_revision: Gauge,
+    controller_read_at: Gauge,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -198,8 +221,51 @@ impl Metrics {
              --max-open-connections, by listener",
             connections_evicted.clone(),
         );
+        let feed_head = Gauge::default();
+        registry.register(
+            "feed_head_revision",
+            "Newest committed feed revision this replica knows (as of the scrape)",
+            feed_head.clone(),
+        );
+        let controller_revision = Gauge::default();
+        registry.register(
+            "controller_feed_revision",
+            "Revision up to which this replica last answered a feed read by a controller \
+             (a caller allowed to register expectations); 0 until one",
+            controller_revision.clone(),
+        );
+        let controller_read_at = Gauge::default();
+        registry.register(
+            "controller_last_read_timestamp_seconds",
+            "Unix time this replica last answered a feed read by a controller; 0 until one",
+            controller_read_at.clone(),
+        );
+        // Every series with known labels exists from the start, at zero: a healthy
+        // server's panels and alerts read 0, not "No data".
+        for outcome in ReportOutcome::ALL {
+            let _ = reports.get_or_create(&OutcomeLabels { outcome });
+        }
+        for reason in Reason::ALL {
+            let _ = auth_failures.get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            });
+        }
+        for kind in FailureKind::ALL {
+            let _ = store_errors.get_or_create(&KindLabels {
+                kind: kind.as_str(),
+            });
+        }
+        for kind in RETAINED {
+            let _ = retention_deleted.get_or_create(&KindLabels { kind });
+        }
+        for state in PENDING {
+            let _ = pending.get_or_create(&StateLabels { state });
+        }
         Metrics {
             registry,
+            feed_head,
+            controller_revision,
+            controller_read_at,
             batches,
             connections,
             connections_refused,
@@ -244,7 +310,7 @@ impl Metrics {
     }
 
     pub fn pending(&self, expected: u64, reporting: u64) {
-        for (state, count) in [("expected", expected), ("reporting", reporting)] {
+        for (state, count) in PENDING.into_iter().zip([expected, reporting]) {
             self.pending
                 .get_or_create(&StateLabels { state })
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
@@ -271,11 +337,7 @@ impl Metrics {
 
     /// One retention pass deleted these results, feed changes and cron claims.
     pub fn retained(&self, results: u64, changes: u64, claims: u64) {
-        for (kind, count) in [
-            ("results", results),
-            ("changes", changes),
-            ("claims", claims),
-        ] {
+        for (kind, count) in RETAINED.into_iter().zip([results, changes, claims]) {
             self.retention_deleted
                 .get_or_create(&KindLabels { kind })
                 .inc_by(count);
@@ -288,8 +350,11 @@ impl Metrics {
         Watching(self.watchers.clone())
     }
 
-    /// The gauge of connections open on `listener`.
+    /// The gauge of connections open on `listener`; its counters start at zero.
     pub fn connections(&self, listener: &'static str) -> Gauge {
+        let labels = ListenerLabels { listener };
+        let _ = self.connections_refused.get_or_create(&labels);
+        let _ = self.connections_evicted.get_or_create(&labels);
         self.connections
             .get_or_create(&ListenerLabels { listener })
             .clone()
@@ -305,6 +370,21 @@ impl Metrics {
         self.connections_evicted
             .get_or_create(&ListenerLabels { listener })
             .inc();
+    }
+
+    /// The newest revision this replica knows, set before each scrape.
+    pub fn feed_head(&self, revision: i64) {
+        self.feed_head.set(revision);
+    }
+
+    /// A controller's feed read was answered up to `revision`.
+    pub fn controller_read(&self, revision: i64) {
+        self.controller_revision.set(revision);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        self.controller_read_at
+            .set(i64::try_from(now).unwrap_or(i64::MAX));
     }
 
     pub fn report(&self, outcome: ReportOutcome) {

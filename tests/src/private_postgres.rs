@@ -2,12 +2,14 @@
 //! (Debian's server binaries; run as the `postgres` user when the test runs as root,
 //! since Postgres refuses to run as root).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 
 use tempfile::TempDir;
 
 use crate::server::{Auth, Backend, TestServer, free_port};
+use crate::tls::ServerCert;
 
 #[derive(Debug)]
 pub struct PrivatePostgres {
@@ -90,6 +92,42 @@ impl PrivatePostgres {
         );
         postgres.resume();
         postgres
+    }
+
+    /// A cluster that takes TLS connections only, with `cert` (see [`crate::tls`]).
+    pub fn start_with_tls(cert: &ServerCert) -> Self {
+        let postgres = Self::start();
+        postgres.stop();
+        let file = |name: &str, text: &str| {
+            let path = postgres.data.join(name);
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+            if is_root() {
+                let status = Command::new("chown")
+                    .arg("postgres:postgres")
+                    .arg(&path)
+                    .status();
+                assert!(status.is_ok_and(|s| s.success()), "chown {name}");
+            }
+        };
+        file("server.crt", &cert.cert_pem);
+        file("server.key", &cert.key_pem);
+        // Appended settings win over initdb's.
+        let conf = postgres.data.join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).expect("postgresql.conf");
+        text.push_str("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+        std::fs::write(&conf, text).expect("postgresql.conf");
+        file(
+            "pg_hba.conf",
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\n\
+             hostnossl all all 127.0.0.1/32 reject\n",
+        );
+        postgres.resume();
+        postgres
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     pub fn url(&self) -> String {

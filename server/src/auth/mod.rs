@@ -67,6 +67,26 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason, so that each is exported at zero from the start.
+    pub const ALL: [Reason; 16] = [
+        Reason::Missing,
+        Reason::NotBearer,
+        Reason::TooLarge,
+        Reason::Malformed,
+        Reason::UnknownKey,
+        Reason::AlgorithmMismatch,
+        Reason::BadSignature,
+        Reason::Expired,
+        Reason::NotYetValid,
+        Reason::TooLong,
+        Reason::WrongAudience,
+        Reason::WrongIssuer,
+        Reason::MissingClaim,
+        Reason::SubjectMismatch,
+        Reason::ReviewDenied,
+        Reason::Forbidden,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Missing => "missing",

@@ -56,6 +56,25 @@ struct Head {
     epoch: String,
 }
 
+/// The answer, noted in the controller's read metrics when the caller may act as the
+/// controller (the alert "a controller is not reading" watches them).
+async fn answer(
+    state: &AppState,
+    caller: &Caller,
+    namespace: Option<&str>,
+    chunk: FeedChunk,
+) -> Response {
+    if state
+        .auth
+        .authorize(caller, Verb::Create, namespace)
+        .await
+        .is_ok()
+    {
+        state.metrics.controller_read(chunk.revision);
+    }
+    page(chunk)
+}
+
 fn page(chunk: FeedChunk) -> Response {
     super::page(
         chunk.items,
@@ -136,6 +155,7 @@ pub async fn feed(
     let mut revisions = state.store.revisions(params.namespace.as_deref());
     let mut stopping = state.stopping.clone();
     let mut watch = None;
+    let namespace = params.namespace.as_deref();
     loop {
         // Marked seen before reading, so a commit landing after the read still wakes us.
         revisions.borrow_and_update();
@@ -144,25 +164,26 @@ pub async fn feed(
             .feed(since, params.epoch.clone(), params.namespace.clone(), limit)
             .await?;
         if !chunk.items.is_empty() || !params.watch.unwrap_or(false) {
-            return Ok(page(chunk));
+            return Ok(answer(&state, &caller, namespace, chunk).await);
         }
         if watch.is_none() {
-            watch = Some(watch_place(&state, &caller, params.namespace.as_deref()).await?);
+            watch = Some(watch_place(&state, &caller, namespace).await?);
         }
         // Waiting holds no database connection, so it holds no slot in flight either.
         slot.release();
         let _waiting = state.metrics.watching();
-        tokio::select! {
+        let woke = tokio::select! {
             woke = tokio::time::timeout_at(deadline, revisions.changed()) => {
-                if !matches!(woke, Ok(Ok(()))) {
-                    return Ok(page(chunk));
-                }
+                matches!(woke, Ok(Ok(())))
             }
-            _ = stopping.wait_for(|stopping| *stopping) => return Ok(page(chunk)),
+            _ = stopping.wait_for(|stopping| *stopping) => false,
+        };
+        if !woke {
+            return Ok(answer(&state, &caller, namespace, chunk).await);
         }
         // Overloaded: nothing new is a true answer, and the reader asks again.
         if !slot.retake() {
-            return Ok(page(chunk));
+            return Ok(answer(&state, &caller, namespace, chunk).await);
         }
     }
 }

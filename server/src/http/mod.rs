@@ -18,6 +18,7 @@ pub use overload::Admission;
 pub use pod_writes::PodWrites;
 mod probes;
 mod results;
+pub mod starting;
 mod whoami;
 
 use std::sync::Arc;

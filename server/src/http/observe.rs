@@ -17,6 +17,10 @@ use super::AppState;
 
 const REQUEST_ID: &str = "x-request-id";
 
+/// Probes and scrapes: every few seconds from kubelet and Prometheus, logged at DEBUG so
+/// that the INFO log is the API's traffic.
+const OPERATIONS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
 /// When the request arrived, for handlers that time what follows.
 #[derive(Debug, Clone, Copy)]
 pub struct Arrived(pub Instant);
@@ -92,12 +96,14 @@ pub async fn observe(State(state): State<AppState>, mut request: Request, next: 
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
     state.metrics.http_request(&route, method, status, elapsed);
+    // Hundredths of a millisecond: more is noise in a log line.
+    let duration_ms = (elapsed.as_secs_f64() * 100_000.0).round() / 100.0;
     span.in_scope(|| {
-        tracing::info!(
-            status,
-            duration_ms = elapsed.as_secs_f64() * 1000.0,
-            "request finished"
-        );
+        if OPERATIONS.contains(&route.as_str()) {
+            tracing::debug!(status, duration_ms, "request finished");
+        } else {
+            tracing::info!(status, duration_ms, "request finished");
+        }
     });
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);

@@ -7,14 +7,15 @@ use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use super::error::ApiError;
+use crate::metrics::Metrics;
 
 /// The process is up.
 pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// The store answers, the token keys are loaded (migrations run before the server
-/// listens) and the API listener can take a connection. Anyone may ask, so the answer
+/// The store answers, the token keys are loaded and the API listener can take a
+/// connection (until the store is open, [`super::starting`] answers instead). Anyone may ask, so the answer
 /// says only ready or not; why not goes to the log.
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let cause = if state.api_connections.saturated() {
@@ -34,7 +35,14 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    let mut response = (StatusCode::OK, state.metrics.encode()).into_response();
+    let head = *state.store.revisions(None).borrow();
+    state.metrics.feed_head(head);
+    encoded(&state.metrics)
+}
+
+/// The metrics in the OpenMetrics text format.
+pub fn encoded(metrics: &Metrics) -> Response {
+    let mut response = (StatusCode::OK, metrics.encode()).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),

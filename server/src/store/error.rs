@@ -16,8 +16,21 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The URL, its password redacted.
     #[error("unsupported database URL {0:?}: use postgres://... or sqlite://PATH")]
     UnsupportedUrl(String),
+    #[error(
+        "the database at {target} did not take a connection within {}s (--database-wait): {last}",
+        waited.as_secs()
+    )]
+    Unreachable {
+        target: String,
+        waited: std::time::Duration,
+        last: String,
+    },
+    /// The SQLite file could not be created or opened.
+    #[error("SQLite file {path}: {detail}")]
+    File { path: String, detail: String },
     /// The failure of a transaction that several writes shared.
     #[error(transparent)]
     Shared(std::sync::Arc<StoreError>),
@@ -80,6 +93,16 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// Every kind, so that each is exported at zero from the start.
+    pub const ALL: [FailureKind; 6] = [
+        FailureKind::Unavailable,
+        FailureKind::Database,
+        FailureKind::Migrate,
+        FailureKind::Corrupt,
+        FailureKind::Config,
+        FailureKind::Random,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::Unavailable => "unavailable",
@@ -107,7 +130,10 @@ impl StoreError {
             StoreError::Database(_) => Some(FailureKind::Database),
             StoreError::Migrate(_) => Some(FailureKind::Migrate),
             StoreError::Corrupt(_) => Some(FailureKind::Corrupt),
-            StoreError::UnsupportedUrl(_) | StoreError::Runtime(_) => Some(FailureKind::Config),
+            StoreError::UnsupportedUrl(_) | StoreError::Runtime(_) | StoreError::File { .. } => {
+                Some(FailureKind::Config)
+            }
+            StoreError::Unreachable { .. } => Some(FailureKind::Unavailable),
             StoreError::Shared(error) => error.failure(),
             StoreError::Stopped
             | StoreError::TimedOut

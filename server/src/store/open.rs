@@ -2,6 +2,7 @@
 //! on Postgres, the follower of other replicas' commits.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use argo_results_rules::ReportPolicy;
 
@@ -20,19 +21,52 @@ fn renewal(new_epoch: bool) -> Option<&'static str> {
     new_epoch.then_some("--new-epoch")
 }
 
-/// Connects to `postgres://...` or `sqlite://PATH`, applies the migrations, settles the
-/// store's epoch (a new one with `new_epoch`) and starts the writer, which judges reports
-/// by `policy`.
+/// `url` with its password, if it has one, replaced by `***`: what may be printed.
+pub fn redacted(url: &str) -> String {
+    // Without a scheme, `user:password@host` may still be there.
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    match rest[..at].split_once(':') {
+        Some((user, _)) => format!("{scheme}{user}:***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
+}
+
+/// How the store is opened.
+#[derive(Debug, Clone, Copy)]
+pub struct Opening {
+    pub max_connections: u32,
+    /// How long to wait for a Postgres database to take a connection.
+    pub wait: Duration,
+    pub batching: Batching,
+    pub policy: ReportPolicy,
+    /// Start a new epoch (`--new-epoch`).
+    pub new_epoch: bool,
+}
+
+/// Connects to `postgres://...` (waiting for it, see [`Opening::wait`]) or
+/// `sqlite://PATH`, applies the migrations, settles the store's epoch and starts the
+/// writer, which judges reports by the policy.
 pub async fn open(
     url: &str,
-    max_connections: u32,
-    batching: Batching,
-    policy: ReportPolicy,
-    new_epoch: bool,
+    opening: Opening,
     metrics: Arc<Metrics>,
 ) -> StoreResult<Arc<dyn Store>> {
+    let Opening {
+        max_connections,
+        wait,
+        batching,
+        policy,
+        new_epoch,
+    } = opening;
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let backend = PgBackend::connect(url, max_connections).await?;
+        let backend = PgBackend::connect(url, max_connections, wait).await?;
         backend.settle_epoch(renewal(new_epoch)).await?;
         let notifier = Arc::new(Notifier::new(backend.head().await?));
         backend.follow_commits(Arc::clone(&notifier)).await?;
@@ -45,6 +79,34 @@ pub async fn open(
         let store = NativeStore::start(backend, batching, policy, notifier, metrics).await?;
         Ok(Arc::new(store))
     } else {
-        Err(StoreError::UnsupportedUrl(url.to_owned()))
+        Err(StoreError::UnsupportedUrl(redacted(url)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn a_printed_url_never_carries_its_password() {
+        for (url, shown) in [
+            ("postgresx://u:SECRET@h/db", "postgresx://u:***@h/db"),
+            (
+                "postgres://argo:p@ss:w@rd@db:5432/results?sslmode=verify-full",
+                "postgres://argo:***@db:5432/results?sslmode=verify-full",
+            ),
+            ("postgres://argo@db/results", "postgres://argo@db/results"),
+            (
+                "postgres://db/results?user=a@b",
+                "postgres://db/results?user=a@b",
+            ),
+            (
+                "sqlite:///var/lib/a@b:c/results.db",
+                "sqlite:///var/lib/a@b:c/results.db",
+            ),
+            ("u:SECRET@h/db", "u:***@h/db"),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
     }
 }

@@ -51,6 +51,35 @@ async fn the_embedded_default_serves_sqlite_with_dev_auth() {
     let whoami: serde_json::Value = serde_json::from_slice(&output.stdout).expect("whoami JSON");
     assert_eq!(whoami["roles"], serde_json::json!(["reader", "controller"]));
 
+    // The printed mint line works as printed too: it names the CLI built beside the server.
+    let mint = server
+        .stdout()
+        .lines()
+        .find(|line| line.contains(" token --key "))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("a mint line in:\n{}", server.stdout()))
+        .to_owned();
+    assert!(
+        mint.starts_with(&binary("argo-results").display().to_string()),
+        "{mint}"
+    );
+    let printed = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&mint)
+        .current_dir(server.dir.path())
+        .output()
+        .expect("the mint line");
+    assert!(
+        printed.status.success(),
+        "{mint}: {}",
+        String::from_utf8_lossy(&printed.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&printed.stdout).split('.').count(),
+        3,
+        "a JWT"
+    );
+
     // A pod token from `argo-results token` plays the wait container.
     let token = banner_line(&server, "export ARGO_RESULTS_TOKEN=");
     let s = step(1);

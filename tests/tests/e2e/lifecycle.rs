@@ -20,6 +20,16 @@ on_both_backends!(
     metrics_listen_serves_probes_and_metrics_alone,
 );
 
+/// The `kind` labels of `argo_results_store_errors_total`.
+const STORE_ERROR_KINDS: [&str; 6] = [
+    "unavailable",
+    "database",
+    "migrate",
+    "corrupt",
+    "config",
+    "random",
+];
+
 async fn sigterm_ends_long_polls_and_exits_zero(backend: Backend) {
     let mut server = TestServer::builder(backend).start().await;
     let reader = server.reader();
@@ -108,10 +118,10 @@ async fn probes_and_metrics_answer_without_a_token(backend: Backend) {
             metrics.text
         );
     }
-    assert!(
-        !metrics.text.contains("argo_results_store_errors_total{"),
-        "no store error yet"
-    );
+    for kind in STORE_ERROR_KINDS {
+        let line = format!("argo_results_store_errors_total{{kind=\"{kind}\"}} 0\n");
+        assert!(metrics.text.contains(&line), "no store error yet: {line}");
+    }
     server.register(&step(2)).await;
     let counted = async || {
         let text = server.get("/metrics", None).await.text;
@@ -367,4 +377,162 @@ async fn metrics_listen_serves_probes_and_metrics_alone(backend: Backend) {
     assert_eq!(api_metrics.status, 404, "{}", api_metrics.text);
     assert_eq!(api_metrics.json["code"], "not_found");
     assert_eq!(server.get("/healthz", None).await.status, 200);
+}
+
+/// Every counter is there from the start, at zero for each of its known labels, so that a
+/// healthy server's panels and alerts read 0 rather than "No data".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_server_exports_every_counter_at_zero() {
+    let port = free_port();
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--metrics-listen", &format!("127.0.0.1:{port}")])
+        .start()
+        .await;
+    let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("body");
+    println!("{text}");
+    let mut zeros = vec![
+        "argo_results_feed_head_revision 0".to_owned(),
+        "argo_results_controller_feed_revision 0".to_owned(),
+        "argo_results_controller_last_read_timestamp_seconds 0".to_owned(),
+        "argo_results_feed_watchers 0".to_owned(),
+    ];
+    for reason in [
+        "missing",
+        "not_bearer",
+        "too_large",
+        "malformed",
+        "unknown_key",
+        "algorithm_mismatch",
+        "bad_signature",
+        "expired",
+        "not_yet_valid",
+        "too_long",
+        "wrong_audience",
+        "wrong_issuer",
+        "missing_claim",
+        "subject_mismatch",
+        "review_denied",
+        "forbidden",
+    ] {
+        zeros.push(format!(
+            "argo_results_auth_failures_total{{reason=\"{reason}\"}} 0"
+        ));
+    }
+    for kind in STORE_ERROR_KINDS {
+        zeros.push(format!(
+            "argo_results_store_errors_total{{kind=\"{kind}\"}} 0"
+        ));
+    }
+    for outcome in [
+        "created",
+        "updated",
+        "replayed",
+        "stale",
+        "conflict",
+        "pod_mismatch",
+        "not_expected",
+        "refused",
+    ] {
+        zeros.push(format!(
+            "argo_results_reports_total{{outcome=\"{outcome}\"}} 0"
+        ));
+    }
+    for kind in ["results", "changes", "claims"] {
+        zeros.push(format!(
+            "argo_results_retention_deleted_total{{kind=\"{kind}\"}} 0"
+        ));
+    }
+    for state in ["expected", "reporting"] {
+        zeros.push(format!(
+            "argo_results_results_pending{{state=\"{state}\"}} 0"
+        ));
+    }
+    for listener in ["api", "metrics"] {
+        for family in ["refused", "evicted"] {
+            zeros.push(format!(
+                "argo_results_http_connections_{family}_total{{listener=\"{listener}\"}} 0"
+            ));
+        }
+    }
+    for line in zeros {
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} on a fresh server:\n{text}"
+        );
+    }
+    drop(server);
+}
+
+/// A controller's feed reads are what "a controller is not reading" watches: a reader's
+/// are not counted, a controller's set the revision and the time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controllers_feed_reads_are_exported() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    server.complete(&step(1), 1).await;
+    let gauge = async |name: &str| -> i64 {
+        let text = server.get("/metrics", None).await.text;
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} in:\n{text}"));
+        line[name.len() + 1..].parse().expect("an integer")
+    };
+    assert_eq!(gauge("argo_results_feed_head_revision").await, 1);
+    server
+        .reader()
+        .feed(&FeedOptions::default())
+        .await
+        .expect("a reader's read");
+    assert_eq!(gauge("argo_results_controller_feed_revision").await, 0);
+    assert_eq!(
+        gauge("argo_results_controller_last_read_timestamp_seconds").await,
+        0
+    );
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    server
+        .controller()
+        .feed(&FeedOptions::default())
+        .await
+        .expect("the controller's read");
+    assert_eq!(gauge("argo_results_controller_feed_revision").await, 1);
+    let read_at = gauge("argo_results_controller_last_read_timestamp_seconds").await;
+    assert!(read_at >= i64::try_from(before).expect("secs"), "{read_at}");
+}
+
+/// The INFO log is the API's traffic: probes and scrapes are at DEBUG, durations are
+/// rounded, and a log written to a file carries no colour codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_are_logged_at_debug_and_the_log_file_has_no_colour() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .env("RUST_LOG", "info")
+        .start()
+        .await;
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        assert_eq!(server.get(path, None).await.status, 200, "{path}");
+    }
+    server.get("/api/v1/whoami", None).await;
+    let log = server.log();
+    println!("{log}");
+    assert!(!log.contains('\u{1b}'), "colour codes in a file:\n{log}");
+    let finished: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("request finished"))
+        .collect();
+    assert_eq!(finished.len(), 1, "only the API request at INFO:\n{log}");
+    assert!(finished[0].contains("route=/api/v1/whoami"), "{log}");
+    let duration = finished[0]
+        .split("duration_ms=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("duration_ms");
+    let decimals = duration.split('.').nth(1).map_or(0, str::len);
+    assert!(decimals <= 2, "duration_ms={duration} is rounded");
 }

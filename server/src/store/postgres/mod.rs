@@ -20,6 +20,7 @@ mod follow;
 #[path = "../sql/read.rs"]
 #[allow(clippy::duplicate_mod, reason = "one file, both backends")]
 mod read;
+mod wait;
 mod write;
 
 use std::str::FromStr;
@@ -77,9 +78,16 @@ pub(super) struct PgBackend {
 }
 
 impl PgBackend {
-    /// Connects to `url` and applies the migrations.
-    pub(super) async fn connect(url: &str, max_connections: u32) -> StoreResult<Self> {
+    /// Connects to `url`, waiting up to `wait` for it to come up, and applies the
+    /// migrations.
+    pub(super) async fn connect(
+        url: &str,
+        max_connections: u32,
+        wait: std::time::Duration,
+    ) -> StoreResult<Self> {
         let options = PgConnectOptions::from_str(url)?;
+        wait::until_reachable(&options, wait).await?;
+        tracing::info!(database = %wait::target(&options), "applying migrations");
         let backend = PgBackend {
             pool: pool(&options, max_connections).await?,
             options,

@@ -118,7 +118,11 @@ async fn pool(options: &SqliteConnectOptions, max_connections: u32) -> StoreResu
 impl SqliteBackend {
     /// Opens the file at `path` (created if missing) and applies the migrations.
     pub(super) async fn connect(path: &str, max_connections: u32) -> StoreResult<Self> {
-        create_private(path)?;
+        let file_error = |error: StoreError| StoreError::File {
+            path: path.to_owned(),
+            detail: error.to_string(),
+        };
+        create_private(path).map_err(file_error)?;
         // WAL lets readers go on beside the one writer; FULL makes every commit durable
         // before the client hears of it; writers queue for up to 10 s.
         let options = SqliteConnectOptions::new()
@@ -128,9 +132,9 @@ impl SqliteBackend {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10));
         let backend = SqliteBackend {
-            pool: pool(&options, max_connections).await?,
+            pool: pool(&options, max_connections).await.map_err(file_error)?,
             options,
-            file: Arc::new(DbFile::open(path)?),
+            file: Arc::new(DbFile::open(path).map_err(file_error)?),
         };
         let mut migrator = sqlx::migrate!("../migrations/sqlite");
         // Migrations only add, so an older release (a rollback) runs on a newer schema.

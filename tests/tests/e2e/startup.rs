@@ -1,0 +1,210 @@
+//! Start-up, as an operator meets it: a database that comes up after the server, one that
+//! never comes, migrations that fail, a URL or file that is wrong. Probes answer while the
+//! store opens, every attempt is logged with the host and port and never the password,
+//! and each failure ends with its own exit status (listed in `--help`).
+
+use std::process::Output;
+use std::time::Duration;
+
+use argo_results_tests::fixtures::{NS, WF, outputs, step};
+use argo_results_tests::private_postgres::PrivatePostgres;
+use argo_results_tests::server::{Db, binary, free_port};
+use argo_results_tests::{Auth, Backend, TestServer, eventually};
+
+const PASSWORD: &str = "s3cret-pw";
+
+/// Runs the server to its end with `args` (it is expected to fail at start).
+fn run_to_exit(args: &[&str]) -> (Output, String) {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let out = std::process::Command::new(binary("argo-results-server"))
+        .args(["--listen", "127.0.0.1:0", "--auth", "none"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run argo-results-server");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_started_before_its_database_waits_and_then_serves() {
+    let postgres = PrivatePostgres::start();
+    postgres.stop();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    // A password in the URL: trust auth ignores it, the log must never show it.
+    let url = postgres
+        .url()
+        .replace("postgres@", &format!("postgres:{PASSWORD}@"));
+    let starting = tokio::spawn(
+        TestServer::builder(Backend::Postgres)
+            .database_url(&url)
+            .auth(Auth::None)
+            .env("RUST_LOG", "info")
+            .flags(&["--listen", &listen])
+            .start(),
+    );
+    let base = format!("http://{listen}");
+    let client = reqwest::Client::new();
+    let status = async |path: &str| {
+        let response = client.get(format!("{base}{path}")).send().await.ok()?;
+        Some(response.status().as_u16())
+    };
+    let what = "the probes answer while the database is down";
+    eventually(what, Duration::from_secs(30), async || {
+        (status("/healthz").await == Some(200)).then_some(())
+    })
+    .await;
+    assert_eq!(
+        status("/readyz").await,
+        Some(503),
+        "not ready while starting"
+    );
+    let s = step(1);
+    let report = client
+        .put(format!(
+            "{base}/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/result",
+            s.node_id
+        ))
+        .json(&s.report(Some(1), true, Some(&outputs(1))))
+        .send()
+        .await
+        .expect("a report while starting");
+    assert_eq!(
+        report.status().as_u16(),
+        503,
+        "a report is told to come back"
+    );
+    assert!(report.headers().contains_key("retry-after"));
+    let problem: serde_json::Value = report.json().await.expect("problem+json");
+    assert_eq!(problem["code"], "unavailable", "{problem}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!starting.is_finished(), "the server waits for its database");
+
+    postgres.resume();
+    let server = starting
+        .await
+        .expect("the server starts once Postgres is up");
+    server.wait_ready().await;
+    assert_eq!(
+        server
+            .client(None)
+            .report(
+                NS,
+                WF,
+                &s.node_id,
+                &s.report(Some(1), true, Some(&outputs(1)))
+            )
+            .await
+            .expect("report")
+            .status,
+        201
+    );
+    let log = server.log();
+    println!("{log}");
+    let target = format!(
+        "127.0.0.1:{}",
+        postgres
+            .url()
+            .split(':')
+            .nth(2)
+            .and_then(|p| p.split('/').next())
+            .expect("port")
+    );
+    let waits = log
+        .lines()
+        .filter(|line| line.contains("waiting for the database"))
+        .collect::<Vec<_>>();
+    assert!(waits.len() >= 2, "each attempt is logged:\n{log}");
+    assert!(waits.iter().all(|line| line.contains(&target)), "{log}");
+    assert!(log.contains("the database is up"), "{log}");
+    assert!(
+        !log.contains(PASSWORD),
+        "the password is never logged:\n{log}"
+    );
+}
+
+#[test]
+fn a_database_that_never_comes_ends_the_server_with_exit_3() {
+    let port = free_port();
+    let url = format!("postgres://u:{PASSWORD}@127.0.0.1:{port}/db");
+    let (out, stderr) = run_to_exit(&["--database-url", &url, "--database-wait", "2s"]);
+    println!("{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the database at 127.0.0.1:{port}/db did not take a connection within 2s (--database-wait)"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("waiting for the database"), "{stderr}");
+    assert!(!stderr.contains(PASSWORD), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_that_fail_end_the_server_with_exit_4() {
+    let mut server = TestServer::builder(Backend::Postgres).start().await;
+    // The first migration's recorded checksum no longer matches the binary's.
+    let Db::Postgres(pool) = server.db().await else {
+        unreachable!("a Postgres server")
+    };
+    sqlx::query(
+        "UPDATE _sqlx_migrations SET checksum = '\\x00'::bytea \
+         WHERE version = (SELECT min(version) FROM _sqlx_migrations)",
+    )
+    .execute(&pool)
+    .await
+    .expect("alter the recorded checksum");
+    pool.close().await;
+    server.terminate().await;
+    let (out, stderr) = run_to_exit(&["--database-url", server.database_url()]);
+    println!("{stderr}");
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("migrations: "), "{stderr}");
+}
+
+#[test]
+fn a_url_of_no_known_scheme_is_refused_without_its_password() {
+    let (out, stderr) = run_to_exit(&["--database-url", &format!("postgresx://u:{PASSWORD}@h/db")]);
+    println!("{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("unsupported database URL \"postgresx://u:***@h/db\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(PASSWORD), "{stderr}");
+}
+
+#[test]
+fn a_sqlite_file_that_cannot_be_created_is_named() {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let not_a_dir = dir.path().join("a-file");
+    std::fs::write(&not_a_dir, "").expect("write");
+    let path = not_a_dir.join("results.db");
+    let (out, stderr) = run_to_exit(&["--database-url", &format!("sqlite://{}", path.display())]);
+    println!("{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("SQLite file {}: ", path.display())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn help_lists_the_exit_codes() {
+    let out = std::process::Command::new(binary("argo-results-server"))
+        .arg("--help")
+        .output()
+        .expect("--help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "Exit status:",
+        "3  the database did not take a connection within --database-wait",
+        "4  the database's migrations failed",
+    ] {
+        assert!(help.contains(line), "{line} in:\n{help}");
+    }
+}
