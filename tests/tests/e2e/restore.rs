@@ -81,6 +81,10 @@ async fn a_restore_under_a_following_controller_is_noticed() {
     server.complete(&taken, 2).await;
     while controller.follow(0).await.expect("feed") > 0 {}
     let before = epoch_of(&server).await;
+    println!(
+        "pg_dump -Fc after node 1; node 2 completed after it; the controller followed both \
+         in epoch {before}"
+    );
     assert_eq!(
         controller
             .result(UID, &taken.node_id)
@@ -89,6 +93,7 @@ async fn a_restore_under_a_following_controller_is_noticed() {
     );
 
     restore(&server, &file);
+    println!("pg_restore --clean --single-transaction under the running server");
     // The head is behind the controller: told, it lists again.
     eventually(
         "the restored store answers",
@@ -116,6 +121,10 @@ async fn a_restore_under_a_following_controller_is_noticed() {
         .await
         .expect_err("a position of the old history");
     assert_eq!(stale.code(), Some(ProblemCode::Gone));
+    println!(
+        "the server began epoch {after} (log: \"the database's head went back\"); a read of \
+         the old epoch answers {stale}"
+    );
     while controller.follow(0).await.expect("feed") > 0 {}
     let listed = server
         .reader()
@@ -130,13 +139,21 @@ async fn a_restore_under_a_following_controller_is_noticed() {
         );
     }
     assert_eq!(listed.items.len(), 2);
+    println!(
+        "the controller listed again: it knows the {} results the store holds, and node 2 \
+         no longer",
+        listed.items.len()
+    );
     // The second node's pod ended long ago: settled, it is lost, not waited for.
     match controller
         .settle(&etl(), &taken.node_id, PodPhase::Succeeded)
         .await
         .expect("settle")
     {
-        Decision::Lost { reason } => assert!(reason.contains("no result is stored"), "{reason}"),
+        Decision::Lost { reason } => {
+            assert!(reason.contains("no result is stored"), "{reason}");
+            println!("node 2's pod ended: settled, the node is lost, not waited for: {reason}");
+        }
         other => panic!("expected the node lost, got {other:?}"),
     }
 }
