@@ -120,7 +120,11 @@ impl SqliteBackend {
     pub(super) async fn connect(path: &str, max_connections: u32) -> StoreResult<Self> {
         let file_error = |error: StoreError| StoreError::File {
             path: path.to_owned(),
-            detail: error.to_string(),
+            detail: match error {
+                StoreError::Database(sqlx::Error::Io(io)) => io.to_string(),
+                StoreError::Database(error) => error.to_string(),
+                other => other.to_string(),
+            },
         };
         create_private(path).map_err(file_error)?;
         // WAL lets readers go on beside the one writer; FULL makes every commit durable
