@@ -58,11 +58,14 @@ fn mints_a_pod_token_signed_by_the_dev_key() {
     );
 }
 
+/// A dev key that cannot be read is a file error like any other: exit 2, the file named.
 #[test]
 fn a_missing_key_says_how_to_get_one() {
     let output = token(&["--key", "/nonexistent/key.pem", "--subject", "me"]);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("start argo-results-server"));
+    assert_eq!(output.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert!(message.contains("/nonexistent/key.pem"), "{message}");
+    assert!(message.contains("start argo-results-server"), "{message}");
 }
 
 #[test]

@@ -1,6 +1,8 @@
 mod connect;
 pub mod failure;
 pub mod get;
+mod kubeconfig;
+pub mod list;
 mod output;
 pub mod report;
 pub mod runs;

@@ -1,16 +1,48 @@
 //! Human output: aligned tables, colour only on a terminal, ages, outputs in a few words.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
+use argo_results_client::controller::{Decision, PodPhase, decide};
 use argo_results_client::proto::{NodeResult, ResultState};
 use clap::ValueEnum;
 use serde::Serialize;
 
+use super::failure::Failure;
+
+/// `-o` of a command that shows one object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Table,
     Json,
     Yaml,
+}
+
+/// `-o` of `get` and `list`, as kubectl's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// Aligned columns.
+    Table,
+    /// The table with more columns.
+    Wide,
+    /// The API's JSON, indented.
+    Json,
+    /// The same as YAML.
+    Yaml,
+    /// Only the names, one a line.
+    Name,
+}
+
+/// Writes `text` to stdout; a closed stdout (`| head`) ends the command quietly.
+pub fn emit(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::StdoutClosed),
+        Err(e) => Err(Failure::Other(format!("cannot write to stdout: {e}"))),
+    }
 }
 
 /// Whether to colour stdout: a terminal, and `NO_COLOR` unset.
@@ -56,6 +88,34 @@ pub fn state_cell(state: ResultState) -> Cell {
         ResultState::Abandoned => "31",
     };
     Cell::coloured(state.as_str().to_owned(), ansi)
+}
+
+/// A node's phase as Argo names it (`NodePhase`), from its result: `expected` is Pending
+/// (registered, nothing reported), `reporting` Running, `abandoned` Error (Argo's "pod
+/// deleted"), and `completed` how the step ended as the controller reads a result whose
+/// pod is gone: its `phase`, else its `exitCode` (`0` Succeeded, else Failed), else Error.
+pub fn phase(result: &NodeResult) -> &'static str {
+    match result.state {
+        ResultState::Expected => "Pending",
+        ResultState::Reporting => "Running",
+        ResultState::Abandoned => "Error",
+        ResultState::Completed => match decide(PodPhase::Gone, Some(result)) {
+            Decision::Succeeded { .. } => "Succeeded",
+            Decision::Failed { .. } => "Failed",
+            _ => "Error",
+        },
+    }
+}
+
+/// A phase, coloured as Argo's UI colours it.
+pub fn phase_cell(phase: &'static str) -> Cell {
+    let ansi = match phase {
+        "Pending" => "2",
+        "Running" => "33",
+        "Succeeded" => "32",
+        _ => "31",
+    };
+    Cell::coloured(phase.to_owned(), ansi)
 }
 
 /// One line of cells, each padded to its column's width but the last.
@@ -160,13 +220,14 @@ pub fn outputs_summary(result: &NodeResult) -> String {
 
 /// `value` as indented JSON (fields in their order) or as YAML (keys sorted, as kubectl
 /// does), with a final newline.
-pub fn document(value: &impl Serialize, format: Format) -> Result<String, String> {
+pub fn document(value: &impl Serialize, format: Format) -> Result<String, Failure> {
+    let failed = |e: serde_json::Error| Failure::Other(e.to_string());
     match format {
         Format::Yaml => {
-            let json = serde_json::to_value(value).map_err(|e| e.to_string())?;
+            let json = serde_json::to_value(value).map_err(failed)?;
             Ok(super::yaml::to_yaml(&json))
         }
-        _ => Ok(serde_json::to_string_pretty(value).map_err(|e| e.to_string())? + "\n"),
+        _ => Ok(serde_json::to_string_pretty(value).map_err(failed)? + "\n"),
     }
 }
 

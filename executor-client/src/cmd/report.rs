@@ -14,14 +14,18 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use super::failure::Failure;
+use super::connect::check_server_url;
+use super::failure::{Failure, explain};
 use super::sequence;
 
 /// Report this pod's node result to argo-results (run by the wait container).
 ///
 /// The pod's identity comes from the environment Argo gives its containers; each flag
-/// below names its variable. Exit codes: 0 stored, 2 usage, 3 refused (the problem's code
-/// and detail on stderr), 4 gave up at --timeout. A report of progress alone (no --final,
+/// below names its variable. Every transient failure (nothing listening yet, a server
+/// restarting or overloaded, TLS not ready) is retried until --timeout, or without end.
+/// Exit codes: 0 stored, 2 usage (a missing variable, a server URL without http:// or
+/// https://, an outputs file that cannot be read), 3 refused (the problem's code and
+/// detail on stderr), 4 gave up at --timeout. A report of progress alone (no --final,
 /// --outputs, --phase, --exit-code or --message) refused because the result is already
 /// completed exits 0 with a note on stderr: Argo's executor only logs a failed progress
 /// update.
@@ -90,7 +94,7 @@ pub struct ReportArgs {
 
     /// [default: the token's kubernetes.io.namespace, else the pod's service-account
     /// namespace file; Argo sets no namespace variable]
-    #[arg(long)]
+    #[arg(short, long)]
     namespace: Option<String>,
 
     #[arg(long, env = "ARGO_WORKFLOW_NAME")]
@@ -283,6 +287,7 @@ impl ReportArgs {
 
 pub async fn run(args: &ReportArgs) -> Result<(), Failure> {
     let identity = args.identity()?;
+    check_server_url(identity.server, "ARGO_RESULTS_URL or --server")?;
     let body = args.body(&identity)?;
     let namespace = args.namespace()?;
     let client = Client::builder(identity.server)
@@ -293,7 +298,8 @@ pub async fn run(args: &ReportArgs) -> Result<(), Failure> {
         })
         .on_retry(|error, wait| {
             eprintln!(
-                "argo-results: {error}; retrying in {:.1}s",
+                "argo-results: {}; retrying in {:.1}s",
+                explain(error),
                 wait.as_secs_f64()
             );
         })

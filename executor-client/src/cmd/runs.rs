@@ -5,17 +5,19 @@ use argo_results_client::RunsOptions;
 use argo_results_client::proto::{Claim, ClaimRequest, ClaimState, SettleOutcome, SettleRequest};
 use clap::{ArgGroup, Args, Subcommand};
 
-use super::connect::{Connection, namespaced};
+use super::connect::{Connection, NamespaceArg};
 use super::failure::Failure;
 use super::output::{self, Cell, Format};
 
 /// List a cron workflow's claimed ticks, newest first, or claim or settle one.
 ///
+/// A cron workflow with no claimed tick says so on stderr and exits 0.
+///
 /// Examples:
-///   argo-results runs argo/nightly
-///   argo-results runs claim argo/nightly --cron-workflow-uid 8e2a6f0c \
+///   argo-results runs nightly -n argo
+///   argo-results runs claim nightly -n argo --cron-workflow-uid 8e2a6f0c \
 ///     --scheduled-time 2026-11-29T17:00:00Z --lease-seconds 60
-///   argo-results runs settle argo/nightly --cron-workflow-uid 8e2a6f0c \
+///   argo-results runs settle nightly -n argo --cron-workflow-uid 8e2a6f0c \
 ///     --scheduled-time 2026-11-29T17:00:00Z --claim-id <claimId> --submitted <workflow UID>
 #[derive(Debug, Args)]
 #[command(
@@ -39,9 +41,12 @@ enum Action {
 
 #[derive(Debug, Args)]
 struct ListArgs {
-    /// NAMESPACE/CRONWORKFLOW
+    /// The cron workflow's name (the old form NAMESPACE/CRONWORKFLOW is still taken).
     #[arg(required = true)]
     cron_workflow: Option<String>,
+
+    #[command(flatten)]
+    namespace: NamespaceArg,
 
     /// Only this incarnation's claims.
     #[arg(long)]
@@ -65,8 +70,11 @@ struct ListArgs {
 /// One tick of a cron workflow, as claim and settle name it.
 #[derive(Debug, Args)]
 struct TickArgs {
-    /// NAMESPACE/CRONWORKFLOW
+    /// The cron workflow's name (the old form NAMESPACE/CRONWORKFLOW is still taken).
     cron_workflow: String,
+
+    #[command(flatten)]
+    namespace: NamespaceArg,
 
     /// The cron workflow's UID (metadata.uid).
     #[arg(long)]
@@ -162,19 +170,24 @@ fn detail(claim: &Claim) -> String {
 
 async fn list(args: &ListArgs) -> Result<(), Failure> {
     let Some(cron_workflow) = &args.cron_workflow else {
-        return Err(Failure::Usage("NAMESPACE/CRONWORKFLOW is required".into()));
+        return Err(Failure::Usage("CRONWORKFLOW is required".into()));
     };
-    let (namespace, name) = namespaced(cron_workflow)?;
-    let client = args.connection.client()?;
+    let (namespace, name) = args.namespace.locate(cron_workflow, "runs", "")?;
     let options = RunsOptions {
         cron_workflow_uid: args.cron_workflow_uid.clone(),
         limit: Some(args.limit),
         continue_token: args.continue_token.clone(),
     };
-    let page = client.runs(&namespace, &name, &options).await?;
+    let (ns, cron, options) = (&namespace, &name, &options);
+    let page = args
+        .connection
+        .api()?
+        .call(|client| async move { client.runs(ns, cron, options).await })
+        .await?;
     let text = match args.output {
         Format::Table if page.items.is_empty() => {
-            format!("no claimed runs of {namespace}/{name}\n")
+            eprintln!("No claimed runs found for cron workflow {name} in namespace {namespace}.");
+            return Ok(());
         }
         Format::Table => {
             let rows = page
@@ -197,11 +210,11 @@ async fn list(args: &ListArgs) -> Result<(), Failure> {
                     rows,
                 )
         }
-        format => output::document(&page, format).map_err(Failure::Other)?,
+        format => output::document(&page, format)?,
     };
-    print!("{text}");
+    output::emit(&text)?;
     if let (Format::Table, Some(token)) = (args.output, &page.continue_token) {
-        eprintln!("more: argo-results runs {namespace}/{name} --continue {token}");
+        eprintln!("more: argo-results runs {name} -n {namespace} --continue {token}");
     }
     Ok(())
 }
@@ -237,10 +250,9 @@ fn show(claim: &Claim, format: Format) -> Result<(), Failure> {
             ];
             output::table(&["FIELD", "VALUE"], rows)
         }
-        format => output::document(claim, format).map_err(Failure::Other)?,
+        format => output::document(claim, format)?,
     };
-    print!("{text}");
-    Ok(())
+    output::emit(&text)
 }
 
 /// Argo's name for a tick's workflow (`getChildWorkflowName`): `<cron>-<unix seconds>`.
@@ -253,8 +265,14 @@ fn argo_workflow_name(cron_workflow: &str, scheduled_time: &str) -> Result<Strin
     Ok(format!("{cron_workflow}-{}", time.as_second()))
 }
 
+/// The tick's namespace and cron workflow.
+fn locate(tick: &TickArgs, action: &str) -> Result<(String, String), Failure> {
+    tick.namespace
+        .locate(&tick.cron_workflow, &format!("runs {action}"), "")
+}
+
 async fn claim(args: &ClaimArgs) -> Result<(), Failure> {
-    let (namespace, name) = namespaced(&args.tick.cron_workflow)?;
+    let (namespace, name) = locate(&args.tick, "claim")?;
     let workflow_name = match &args.workflow_name {
         Some(workflow_name) => workflow_name.clone(),
         None => argo_workflow_name(&name, &args.tick.scheduled_time)?,
@@ -265,13 +283,17 @@ async fn claim(args: &ClaimArgs) -> Result<(), Failure> {
         workflow_name,
         lease_seconds: args.lease_seconds,
     };
-    let client = args.connection.client()?;
-    let claim = client.claim(&namespace, &name, &request).await?;
+    let (ns, cron, request) = (&namespace, &name, &request);
+    let claim = args
+        .connection
+        .api()?
+        .call(|client| async move { client.claim(ns, cron, request).await })
+        .await?;
     show(&claim, args.output)
 }
 
 async fn settle(args: &SettleArgs) -> Result<(), Failure> {
-    let (namespace, name) = namespaced(&args.tick.cron_workflow)?;
+    let (namespace, name) = locate(&args.tick, "settle")?;
     let outcome = match &args.submitted {
         Some(_) => SettleOutcome::Submitted,
         None => SettleOutcome::Skipped,
@@ -284,8 +306,12 @@ async fn settle(args: &SettleArgs) -> Result<(), Failure> {
         workflow_uid: args.submitted.clone(),
         reason: args.skipped.clone(),
     };
-    let client = args.connection.client()?;
-    let claim = client.settle(&namespace, &name, &request).await?;
+    let (ns, cron, request) = (&namespace, &name, &request);
+    let claim = args
+        .connection
+        .api()?
+        .call(|client| async move { client.settle(ns, cron, request).await })
+        .await?;
     show(&claim, args.output)
 }
 

@@ -55,7 +55,7 @@ pub struct TokenArgs {
 
 pub fn run(args: &TokenArgs) -> Result<(), Failure> {
     let pem = std::fs::read(&args.key).map_err(|e| {
-        Failure::Other(format!(
+        Failure::Usage(format!(
             "cannot read the dev key {}: {e} (start argo-results-server without flags to make one, or pass --key)",
             args.key.display()
         ))

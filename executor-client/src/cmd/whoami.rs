@@ -21,7 +21,11 @@ pub struct WhoamiArgs {
 }
 
 pub async fn run(args: &WhoamiArgs) -> Result<(), Failure> {
-    let me = args.connection.client()?.whoami().await?;
+    let me = args
+        .connection
+        .api()?
+        .call(|client| async move { client.whoami().await })
+        .await?;
     let text = match args.output {
         Format::Table => {
             let roles: Vec<String> = me
@@ -51,8 +55,7 @@ pub async fn run(args: &WhoamiArgs) -> Result<(), Failure> {
             ];
             output::table(&["FIELD", "VALUE"], rows)
         }
-        format => output::document(&me, format).map_err(Failure::Other)?,
+        format => output::document(&me, format)?,
     };
-    print!("{text}");
-    Ok(())
+    output::emit(&text)
 }

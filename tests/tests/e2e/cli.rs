@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use argo_results_client::proto::{NodeResult, ResultList};
+use argo_results_client::proto::{ExpectationRequest, NodeResult, ResultList};
 use argo_results_tests::fixtures::{NS, Step, UID, WF, outputs, step};
 use argo_results_tests::server::{binary, free_port, now_millis};
 use argo_results_tests::tls::TestCa;
@@ -30,6 +30,7 @@ on_both_backends!(
     report_trusts_the_ca_file_for_tls,
     watch_json_resumes_after_a_restart_without_gaps_or_repeats,
     get_prints_tables_json_and_yaml,
+    list_shows_each_workflow_with_its_phase_and_summary,
 );
 
 /// `argo-results` with the environment Argo gives the wait container of `step` of [`WF`].
@@ -651,7 +652,7 @@ async fn lines(
 
 async fn watch_json_resumes_after_a_restart_without_gaps_or_repeats(backend: Backend) {
     let server = TestServer::builder(backend).start().await;
-    let mut command = admin(&server, &["watch", "-o", "json"]);
+    let mut command = admin(&server, &["watch", "-n", NS, "-o", "json"]);
     command
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
@@ -679,42 +680,114 @@ async fn watch_json_resumes_after_a_restart_without_gaps_or_repeats(backend: Bac
     assert_eq!(nodes, expected);
 }
 
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The controller registers node `<workflow>-1` of `workflow` (incarnation `uid`) in
+/// `namespace`, so that the workflow has one `expected` result there.
+async fn register_in(server: &TestServer, namespace: &str, workflow: &str, uid: &str) {
+    let expectation = ExpectationRequest {
+        workflow_uid: uid.into(),
+        pod_name: format!("{workflow}-main-1"),
+        pod_uid: Some(format!("{uid}-pod")),
+    };
+    server
+        .controller()
+        .expect(namespace, workflow, &format!("{workflow}-1"), &expectation)
+        .await
+        .expect("expectation");
+}
+
+/// The table line that starts with `first`.
+fn line_of<'a>(text: &'a str, first: &str) -> &'a str {
+    text.lines()
+        .find(|line| line.split_whitespace().next() == Some(first))
+        .unwrap_or_else(|| panic!("no line of {first}:\n{text}"))
+}
+
 async fn get_prints_tables_json_and_yaml(backend: Backend) {
     let server = TestServer::builder(backend).start().await;
+    let dir = server.dir.path();
+    // One node in each phase: a final report that says nothing of how the step ended
+    // (Error, as the controller reads it), registered only (Pending), a final report with
+    // exit code 0 (Succeeded), progress only (Running).
     server.complete(&step(1), 1).await;
     server.register(&step(2)).await;
-    let workflow = format!("{NS}/{WF}");
+    let succeeded = run(report(
+        server.url(),
+        dir,
+        &step(3),
+        &["--final", "--exit-code", "0"],
+    ))
+    .await;
+    assert_eq!(succeeded.status.code(), Some(0), "{}", stderr(&succeeded));
+    let running = run(report(server.url(), dir, &step(4), &["--progress", "1/2"])).await;
+    assert_eq!(running.status.code(), Some(0), "{}", stderr(&running));
 
-    let table = run(admin(&server, &["get", &workflow])).await;
+    let table = run(admin(&server, &["get", WF, "-n", NS])).await;
     assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
-    let text = String::from_utf8(table.stdout).expect("utf-8");
+    let text = stdout(&table);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 5, "{text}");
     assert!(
-        lines[0].starts_with("NODE") && lines[0].contains("STATE") && lines[0].contains("OUTPUTS")
+        lines[0].starts_with("NODE   ")
+            && lines[0].contains("PHASE")
+            && lines[0].contains("STATE")
+            && lines[0].contains("OUTPUTS"),
+        "{text}"
     );
-    assert!(lines[1].starts_with(&step(1).node_id) && lines[1].contains("completed"));
+    for (i, phase, state) in [
+        (1, "Error", "completed"),
+        (2, "Pending", "expected"),
+        (3, "Succeeded", "completed"),
+        (4, "Running", "reporting"),
+    ] {
+        let line = lines[i as usize];
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            cells[..3],
+            [step(i).node_id.as_str(), phase, state],
+            "{text}"
+        );
+    }
     assert!(lines[1].contains("1 parameter, 1 artifact"), "{text}");
-    assert!(lines[2].starts_with(&step(2).node_id) && lines[2].contains("expected"));
-    let column = lines[0].find("STATE").expect("STATE");
-    assert_eq!(
-        lines[1].find("completed"),
-        Some(column),
-        "columns line up:\n{text}"
-    );
+    for (column, cell) in [("PHASE", "Error"), ("STATE", "completed")] {
+        assert_eq!(
+            lines[1].find(cell),
+            lines[0].find(column),
+            "columns line up:\n{text}"
+        );
+    }
     assert!(
         !text.contains('\x1b'),
         "no colour when stdout is not a terminal"
     );
 
-    let json = run(admin(&server, &["get", &workflow, "-o", "json"])).await;
+    let wide = stdout(&run(admin(&server, &["get", WF, "-n", NS, "-o", "wide"])).await);
+    for column in ["POD UID", "REVISION", "MESSAGE"] {
+        assert!(
+            wide.lines().next().is_some_and(|h| h.contains(column)),
+            "{wide}"
+        );
+    }
+    assert!(
+        line_of(&wide, &step(1).node_id).contains(&step(1).pod_uid),
+        "{wide}"
+    );
+
+    let names = run(admin(&server, &["get", WF, "-n", NS, "-o", "name"])).await;
+    let expected: String = (1..=4).map(|i| step(i).node_id + "\n").collect();
+    assert_eq!(stdout(&names), expected);
+
+    let json = run(admin(&server, &["get", WF, "-n", NS, "-o", "json"])).await;
     let list: ResultList = serde_json::from_slice(&json.stdout).expect("a result list");
-    assert_eq!(list.items.len(), 2);
-    assert_eq!(list.summary.completed, 1);
+    assert_eq!(list.items.len(), 4);
+    assert_eq!(list.summary.completed, 2);
 
     let one = run(admin(
         &server,
-        &["get", &workflow, &step(1).node_id, "-o", "json"],
+        &["get", WF, &step(1).node_id, "-n", NS, "-o", "json"],
     ))
     .await;
     let result: NodeResult = serde_json::from_slice(&one.stdout).expect("a result");
@@ -722,18 +795,562 @@ async fn get_prints_tables_json_and_yaml(backend: Backend) {
 
     let yaml = run(admin(
         &server,
-        &["get", &workflow, &step(1).node_id, "-o", "yaml"],
+        &["get", WF, &step(1).node_id, "-n", NS, "-o", "yaml"],
     ))
     .await;
     let yaml = String::from_utf8(yaml.stdout).expect("utf-8");
     assert!(yaml.contains("state: \"completed\"\n"), "{yaml}");
     assert!(yaml.contains("    - name: \"row-count\"\n"), "{yaml}");
 
-    let missing = run(admin(&server, &["get", &workflow, "no-such-node"])).await;
+    let fields = stdout(&run(admin(&server, &["get", WF, &step(3).node_id, "-n", NS])).await);
+    assert!(line_of(&fields, "phase").ends_with("Succeeded"), "{fields}");
+
+    let missing = run(admin(&server, &["get", WF, "no-such-node", "-n", NS])).await;
     assert_eq!(missing.status.code(), Some(3));
     assert!(
         stderr(&missing).contains("not_found"),
         "{}",
         stderr(&missing)
     );
+
+    // The old form NAMESPACE/NAME still works, and says what to type instead.
+    let old = run(admin(
+        &server,
+        &["get", &format!("{NS}/{WF}"), "-o", "name"],
+    ))
+    .await;
+    assert_eq!(old.status.code(), Some(0), "{}", stderr(&old));
+    assert_eq!(stdout(&old), expected);
+    assert!(
+        stderr(&old).contains("old form; use: argo-results get etl-x7k2p -n argo"),
+        "{}",
+        stderr(&old)
+    );
+    let clash = run(admin(
+        &server,
+        &["get", &format!("{NS}/{WF}"), "-n", "prod"],
+    ))
+    .await;
+    assert_eq!(clash.status.code(), Some(2), "{}", stderr(&clash));
+    assert!(
+        stderr(&clash).contains("-n says prod"),
+        "{}",
+        stderr(&clash)
+    );
+
+    // A workflow with no results in the namespace is not found, as a node is (exit 3).
+    let elsewhere = run(admin(&server, &["get", WF, "-n", "prod"])).await;
+    assert_eq!(elsewhere.status.code(), Some(3), "{}", stderr(&elsewhere));
+    assert_eq!(stdout(&elsewhere), "");
+    assert!(
+        stderr(&elsewhere).contains("no results found for workflow etl-x7k2p in namespace prod"),
+        "{}",
+        stderr(&elsewhere)
+    );
+    let nameless = run(admin(&server, &["get", "-n", NS])).await;
+    assert_eq!(nameless.status.code(), Some(2));
+    assert!(
+        stderr(&nameless).contains("argo-results list"),
+        "{}",
+        stderr(&nameless)
+    );
+}
+
+async fn list_shows_each_workflow_with_its_phase_and_summary(backend: Backend) {
+    let server = TestServer::builder(backend).start().await;
+    server.complete(&step(1), 1).await;
+    server.register(&step(2)).await;
+    register_in(&server, NS, "other-wf", "uid-other").await;
+    register_in(&server, "prod", "prod-wf", "uid-prod").await;
+    // Collected as Argo's controller collects a finished workflow: not listed.
+    register_in(&server, NS, "done-wf", "uid-done").await;
+    let deleted = server
+        .controller()
+        .delete_results(NS, "done-wf", "uid-done")
+        .await
+        .expect("collected");
+    assert_eq!(deleted.deleted, 1);
+
+    let table = run(admin(&server, &["list", "-n", NS])).await;
+    assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
+    assert_eq!(stderr(&table), "");
+    let text = stdout(&table);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(header, ["NAME", "PHASE", "RESULTS", "AGE"], "{text}");
+    let row = |line: &str| {
+        line.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(row(lines[1]), format!("{WF} Running 1/2"), "{text}");
+    assert_eq!(row(lines[2]), "other-wf Pending 0/1", "{text}");
+    assert_eq!(lines[1].find("Running"), lines[0].find("PHASE"), "{text}");
+
+    let wide = stdout(&run(admin(&server, &["list", "-n", NS, "-o", "wide"])).await);
+    for column in [
+        "UID",
+        "EXPECTED",
+        "REPORTING",
+        "COMPLETED",
+        "ABANDONED",
+        "UPDATED",
+    ] {
+        assert!(
+            wide.lines().next().is_some_and(|h| h.contains(column)),
+            "{wide}"
+        );
+    }
+    assert!(line_of(&wide, WF).contains(UID), "{wide}");
+
+    let names = run(admin(&server, &["list", "-n", NS, "-o", "name"])).await;
+    assert_eq!(stdout(&names), format!("{WF}\nother-wf\n"));
+
+    let json = run(admin(&server, &["list", "-n", NS, "-o", "json"])).await;
+    let list: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), 2, "{list}");
+    let first = &items[0];
+    assert_eq!(
+        (&first["workflow"], &first["workflowUid"], &first["phase"]),
+        (&WF.into(), &UID.into(), &"Running".into()),
+        "{list}"
+    );
+    assert_eq!(first["results"], 2);
+    assert_eq!(
+        first["summary"],
+        serde_json::json!({"expected": 1, "reporting": 0, "completed": 1, "abandoned": 0})
+    );
+
+    let yaml = stdout(&run(admin(&server, &["list", "-n", NS, "-o", "yaml"])).await);
+    assert!(yaml.starts_with("items:\n"), "{yaml}");
+    assert!(yaml.contains("    workflow: \"other-wf\"\n"), "{yaml}");
+    assert!(yaml.contains("    phase: \"Pending\"\n"), "{yaml}");
+
+    let all = stdout(&run(admin(&server, &["list", "-A"])).await);
+    assert!(all.starts_with("NAMESPACE "), "{all}");
+    assert!(line_of(&all, "prod").contains("prod-wf"), "{all}");
+    assert_eq!(all.lines().count(), 4, "argo's two, prod's one:\n{all}");
+    assert!(!all.contains("done-wf"), "{all}");
+
+    // An empty namespace: kubectl's words on stderr, exit 0; documents stay documents.
+    let empty = run(admin(&server, &["list", "-n", "empty"])).await;
+    assert_eq!(empty.status.code(), Some(0), "{}", stderr(&empty));
+    assert_eq!(stdout(&empty), "");
+    assert_eq!(stderr(&empty), "No results found in namespace empty.\n");
+    let empty_json = run(admin(&server, &["list", "-n", "empty", "-o", "json"])).await;
+    assert_eq!(empty_json.status.code(), Some(0));
+    let list: serde_json::Value = serde_json::from_slice(&empty_json.stdout).expect("JSON");
+    assert_eq!(list, serde_json::json!({"items": []}));
+    assert_eq!(stderr(&empty_json), "");
+}
+
+/// `list` finds workflows in the change feed: once the history before the head was pruned
+/// (`since=0` answers `410 gone`) it reads from the oldest change kept, so a workflow that
+/// changed since is listed, and one whose changes were all pruned is not (`list --help`
+/// says so), while `get` still shows it.
+#[tokio::test]
+async fn list_reads_the_history_the_server_kept() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--feed-retention", "3s", "--retention-every", "100ms"])
+        .start()
+        .await;
+    for i in 0..20 {
+        server.register(&step(i)).await;
+    }
+    argo_results_tests::eventually(
+        "the history is pruned",
+        Duration::from_secs(30),
+        async || (server.count("SELECT COUNT(*) FROM changes").await == 0).then_some(()),
+    )
+    .await;
+    register_in(&server, NS, "new-wf", "uid-new").await;
+    let listed = run(admin(&server, &["list", "-n", NS, "-o", "name"])).await;
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert_eq!(stdout(&listed), "new-wf\n");
+    let old = run(admin(&server, &["get", WF, "-n", NS, "-o", "name"])).await;
+    assert_eq!(old.status.code(), Some(0), "{}", stderr(&old));
+    assert_eq!(stdout(&old).lines().count(), 20);
+}
+
+/// `-n` defaults as kubectl's does: `ARGO_RESULTS_NAMESPACE`, else the namespace of the
+/// current kubeconfig context (the files of `KUBECONFIG`, a missing one skipped, else
+/// `~/.kube/config`), else `default`. A malformed kubeconfig is named (exit 2), and not
+/// read at all when `-n` is given.
+#[tokio::test]
+async fn the_namespace_defaults_to_the_current_kubeconfig_context() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    server.register(&step(1)).await;
+    let dir = server.dir.path();
+    let context = |namespace: &str| {
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: dev\ncontexts:\n- name: other\n  \
+             context: {{cluster: dev, namespace: elsewhere}}\n- name: dev\n  context:\n    \
+             cluster: dev\n    namespace: {namespace}\n"
+        )
+    };
+    let argo = dir.join("argo.yaml");
+    std::fs::write(&argo, context(NS)).expect("kubeconfig");
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join(".kube")).expect("~/.kube");
+    std::fs::write(home.join(".kube/config"), context(NS)).expect("~/.kube/config");
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, "contexts: [name: dev\n  - : :\n").expect("kubeconfig");
+    let missing = dir.join("missing.yaml");
+    let list = format!("{}:{}", missing.display(), argo.display());
+
+    let get = async |envs: &[(&str, &str)], more: &[&str]| {
+        let mut command = admin(&server, &[&["get", WF], more].concat());
+        for (key, value) in envs {
+            command.env(key, value);
+        }
+        run(command).await
+    };
+    let found = |output: &Output| {
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(output));
+        assert!(stdout(output).contains(&step(1).node_id));
+    };
+    let not_found_in = |output: &Output, namespace: &str| {
+        assert_eq!(output.status.code(), Some(3), "{}", stderr(output));
+        assert!(
+            stderr(output).contains(&format!("in namespace {namespace} ")),
+            "{}",
+            stderr(output)
+        );
+    };
+
+    not_found_in(&get(&[], &[]).await, "default");
+    found(&get(&[("HOME", home.to_str().expect("path"))], &[]).await);
+    found(&get(&[("KUBECONFIG", &list)], &[]).await);
+    let argo_path = argo.to_str().expect("path");
+    not_found_in(
+        &get(
+            &[
+                ("KUBECONFIG", argo_path),
+                ("ARGO_RESULTS_NAMESPACE", "prod"),
+            ],
+            &[],
+        )
+        .await,
+        "prod",
+    );
+    found(&get(&[("ARGO_RESULTS_NAMESPACE", "prod")], &["-n", NS]).await);
+
+    let bad_path = bad.to_str().expect("path");
+    for command in [vec!["get", WF], vec!["list"], vec!["watch"]] {
+        let mut malformed = admin(&server, &command);
+        malformed.env("KUBECONFIG", bad_path);
+        let output = run(malformed).await;
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{command:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(&format!("cannot read the kubeconfig {bad_path}: ")),
+            "{}",
+            stderr(&output)
+        );
+    }
+    found(&get(&[("KUBECONFIG", bad_path)], &["-n", NS]).await);
+
+    let mut listed = admin(&server, &["list", "-o", "name"]);
+    listed.env("KUBECONFIG", argo_path);
+    assert_eq!(stdout(&run(listed).await), format!("{WF}\n"));
+}
+
+/// `command`'s output, checked: its exit code, each of `needles` on stderr, and that it
+/// ended at once (each of these mistakes was retried for up to --timeout, 30 s, before).
+async fn fails_at_once(command: Command, code: i32, needles: &[&str]) {
+    let started = Instant::now();
+    let output = run(command).await;
+    let took = started.elapsed();
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(code), "{message}");
+    for needle in needles {
+        assert!(message.contains(needle), "{needle:?} in {message}");
+    }
+    assert!(!message.contains("retrying"), "{message}");
+    assert!(took < Duration::from_secs(5), "{took:?}: {message}");
+}
+
+/// The mistakes of someone at a terminal fail at once, say what to do, and exit as
+/// `--help` documents: a URL without a scheme, nothing listening, a missing token file,
+/// https:// to a plain server.
+#[tokio::test]
+async fn interactive_commands_fail_at_once_on_mistakes_and_say_what_to_do() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let address = server.url().trim_start_matches("http://").to_owned();
+    let closed = format!("http://127.0.0.1:{}", free_port());
+
+    let whoami = |more: &[&str]| admin(&server, &[&["whoami"], more].concat());
+    fails_at_once(
+        whoami(&["--server", &address]),
+        2,
+        &["has no scheme", &format!("use http://{address} ")],
+    )
+    .await;
+    let commands: [&[&str]; 6] = [
+        &["whoami"],
+        &["get", WF, "-n", NS],
+        &["list", "-n", NS],
+        &["list", "-A"],
+        &["watch", "-n", NS],
+        &["runs", "nightly", "-n", NS],
+    ];
+    for command in commands {
+        let mut refused = admin(&server, command);
+        refused.env("ARGO_RESULTS_URL", &closed);
+        fails_at_once(
+            refused,
+            4,
+            &["connection refused", &format!("connect to {closed}")],
+        )
+        .await;
+    }
+    let token = server.dir.path().join("no-such-token");
+    fails_at_once(
+        whoami(&["--token-file", token.to_str().expect("path")]),
+        2,
+        &[
+            &format!("the token file {}", token.display()),
+            "--token-file",
+        ],
+    )
+    .await;
+    fails_at_once(
+        whoami(&["--server", &format!("https://{address}")]),
+        4,
+        &[
+            "answered in plain HTTP, not TLS",
+            &format!("use http://{address},"),
+        ],
+    )
+    .await;
+}
+
+/// TLS mistakes at a terminal: http:// to a TLS server, an untrusted certificate and a CA
+/// file that cannot be read each fail at once and say what to use.
+#[tokio::test]
+async fn tls_mistakes_fail_at_once_and_say_which_scheme_or_ca_to_use() {
+    let ca = TestCa::new("argo-results CLI test CA");
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let cert = ca.server_cert();
+    let (cert_file, key_file, ca_file) = (
+        dir.path().join("tls.crt"),
+        dir.path().join("tls.key"),
+        dir.path().join("ca.crt"),
+    );
+    std::fs::write(&cert_file, &cert.cert_pem).expect("cert");
+    std::fs::write(&key_file, &cert.key_pem).expect("key");
+    std::fs::write(&ca_file, ca.pem()).expect("ca");
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&[
+            "--tls-cert",
+            cert_file.to_str().expect("path"),
+            "--tls-key",
+            key_file.to_str().expect("path"),
+        ])
+        .start()
+        .await;
+    let address = server.url().trim_start_matches("https://").to_owned();
+    let whoami = |more: &[&str]| admin(&server, &[&["whoami"], more].concat());
+
+    fails_at_once(
+        whoami(&["--server", &format!("http://{address}")]),
+        4,
+        &["the server speaks TLS", &format!("use https://{address} ")],
+    )
+    .await;
+    fails_at_once(whoami(&[]), 4, &["is not trusted", "--ca-file"]).await;
+    let missing = dir.path().join("no-such-ca.crt");
+    fails_at_once(
+        whoami(&["--ca-file", missing.to_str().expect("path")]),
+        2,
+        &[&format!("the CA file {}", missing.display())],
+    )
+    .await;
+    let trusted = run(whoami(&["--ca-file", ca_file.to_str().expect("path")])).await;
+    assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
+}
+
+/// `report` still retries whatever may mend (its server may be starting), and says what a
+/// TLS mismatch means while it does; a URL without a scheme never mends: refused before
+/// anything is sent.
+#[tokio::test]
+async fn report_refuses_a_url_without_a_scheme_and_explains_a_tls_mismatch_it_retries() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let address = server.url().trim_start_matches("http://").to_owned();
+    let s = step(1);
+    let token = token_file(server.dir.path(), &s);
+    let mut schemeless = wait_container(&address, &token, &s);
+    schemeless.args(["report", "--final"]);
+    fails_at_once(
+        schemeless,
+        2,
+        &[
+            "has no scheme",
+            "ARGO_RESULTS_URL",
+            &format!("use http://{address} "),
+        ],
+    )
+    .await;
+
+    let mut mismatch = wait_container(&format!("https://{address}"), &token, &s);
+    mismatch.args(["report", "--final", "--timeout", "3s"]);
+    let output = run(mismatch).await;
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(message.contains("retrying"), "{message}");
+    assert!(message.contains("gave up at the deadline"), "{message}");
+    assert!(
+        message.contains(&format!(
+            "answered in plain HTTP, not TLS: use http://{address},"
+        )),
+        "{message}"
+    );
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 0);
+}
+
+/// Reads the watch's stdout until `done` says the text read so far is enough.
+async fn read_until(
+    reader: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    let mut text = String::new();
+    while !done(&text) {
+        let line = tokio::time::timeout(Duration::from_secs(60), reader.next_line())
+            .await
+            .expect("output within a minute")
+            .expect("read")
+            .unwrap_or_else(|| panic!("the watch ended after:\n{text}"));
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
+
+/// `watch -o yaml` prints each change as a YAML document, `---` between them as kubectl's
+/// watch does; `-n` keeps to one namespace and `-A` adds a NAMESPACE column; a watch whose
+/// reader went away (`| head`) ends quietly with 0.
+#[tokio::test]
+async fn watch_prints_yaml_documents_and_keeps_to_its_namespace() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    server.register(&step(0)).await;
+    register_in(&server, "prod", "prod-wf", "uid-prod").await;
+    server.register(&step(1)).await;
+    let spawn = |args: &[&str]| {
+        let mut command = admin(&server, args);
+        command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().expect("argo-results watch");
+        let reader = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        (child, reader)
+    };
+
+    let (mut yaml, mut reader) = spawn(&["watch", "-n", NS, "-o", "yaml"]);
+    // Keys are sorted: `type` ends each document.
+    let text = read_until(&mut reader, |text| text.matches("\ntype: ").count() == 2).await;
+    yaml.kill().await.expect("kill");
+    assert!(text.starts_with("result:\n"), "no separator first:\n{text}");
+    assert_eq!(text.lines().filter(|l| *l == "---").count(), 1, "{text}");
+    let (first, second) = text.split_once("\n---\n").expect("two documents");
+    assert!(
+        first.contains(&format!("  nodeId: \"{}\"\n", step(0).node_id)),
+        "{text}"
+    );
+    assert!(
+        second.contains(&format!("  nodeId: \"{}\"\n", step(1).node_id)),
+        "{text}"
+    );
+    assert!(
+        second.ends_with("revision: 3\ntype: \"upserted\"\n"),
+        "{text}"
+    );
+    assert!(!text.contains("prod"), "{text}");
+
+    let (mut table, mut reader) = spawn(&["watch", "-A"]);
+    let text = read_until(&mut reader, |text| text.lines().count() == 4).await;
+    table.kill().await.expect("kill");
+    let header: Vec<&str> = text
+        .lines()
+        .next()
+        .expect("header")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAMESPACE",
+            "REVISION",
+            "TYPE",
+            "WORKFLOW",
+            "NODE",
+            "PHASE",
+            "STATE"
+        ]
+    );
+    let prod: Vec<&str> = line_of(&text, "prod").split_whitespace().collect();
+    assert_eq!(
+        prod,
+        [
+            "prod",
+            "2",
+            "upserted",
+            "prod-wf",
+            "prod-wf-1",
+            "Pending",
+            "expected"
+        ]
+    );
+
+    // The reader goes away after the first change; the next change ends the watch.
+    let (mut closed, mut reader) = spawn(&["watch", "-n", NS, "-o", "json"]);
+    read_until(&mut reader, |text| !text.is_empty()).await;
+    drop(reader);
+    server.register(&step(2)).await;
+    let status = tokio::time::timeout(Duration::from_secs(60), closed.wait())
+        .await
+        .expect("the watch ended")
+        .expect("wait");
+    let mut message = String::new();
+    if let Some(mut err) = closed.stderr.take() {
+        tokio::io::AsyncReadExt::read_to_string(&mut err, &mut message)
+            .await
+            .expect("stderr");
+    }
+    assert_eq!(status.code(), Some(0), "{message}");
+    assert!(!message.contains("panicked"), "{message}");
+}
+
+/// `argo-results --help` says where the namespace comes from and what every exit code
+/// means, the empty namespace's too.
+#[tokio::test]
+async fn the_top_level_help_documents_the_namespace_and_every_exit_code() {
+    let mut command = Command::new(binary("argo-results"));
+    command.env_clear().arg("--help");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0));
+    let help = stdout(&output);
+    let codes = help.split_once("\nExit codes:\n").expect("exit codes").1;
+    for code in 0..=4 {
+        assert!(
+            codes.contains(&format!("\n  {code}  ")) || codes.starts_with(&format!("  {code}  ")),
+            "{help}"
+        );
+    }
+    for needle in [
+        "No results found in namespace NS.",
+        "-n/--namespace, else ARGO_RESULTS_NAMESPACE",
+        "current kubeconfig context (KUBECONFIG, else ~/.kube/config), else\ndefault",
+        "  list ",
+        "-A/--all-namespaces",
+        "NAMESPACE/NAME",
+    ] {
+        assert!(help.contains(needle), "{needle:?} in\n{help}");
+    }
 }

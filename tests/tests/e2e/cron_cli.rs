@@ -13,6 +13,7 @@ use tokio::process::Command;
 on_both_backends!(
     runs_claims_settles_and_lists_page_by_page,
     an_unsettled_cli_claim_is_taken_over_after_its_lease_and_its_holder_refused,
+    runs_takes_the_old_namespace_slash_name_form_with_a_note,
 );
 
 const TICK: [&str; 4] = [
@@ -54,7 +55,7 @@ fn json<T: serde::de::DeserializeOwned>(output: &Output) -> T {
 async fn claim(server: &TestServer, more: &[&str]) -> Output {
     cli(
         server,
-        &[&["runs", "claim", "argo/nightly"], &TICK[..], more].concat(),
+        &[&["runs", "claim", "nightly", "-n", "argo"], &TICK[..], more].concat(),
     )
     .await
 }
@@ -62,7 +63,7 @@ async fn claim(server: &TestServer, more: &[&str]) -> Output {
 /// `runs settle` of [`TICK`] by the holder of `claim_id` with more flags.
 async fn settle(server: &TestServer, claim_id: &str, more: &[&str]) -> Output {
     let args = [
-        &["runs", "settle", "argo/nightly"],
+        &["runs", "settle", "nightly", "-n", "argo"],
         &TICK[..],
         &["--claim-id", claim_id],
         more,
@@ -101,7 +102,9 @@ async fn runs_claims_settles_and_lists_page_by_page(backend: Backend) {
         &[
             "runs",
             "claim",
-            "argo/nightly",
+            "nightly",
+            "--namespace",
+            "argo",
             "--cron-workflow-uid",
             "8e2a6f0c-cron",
             "--scheduled-time",
@@ -111,7 +114,7 @@ async fn runs_claims_settles_and_lists_page_by_page(backend: Backend) {
     .await;
     assert!(later.status.success(), "{}", stderr(&later));
 
-    let table = cli(&server, &["runs", "argo/nightly"]).await;
+    let table = cli(&server, &["runs", "nightly", "-n", "argo"]).await;
     let lines: Vec<String> = stdout(&table).lines().map(str::to_owned).collect();
     assert_eq!(lines[0], "last scheduled (settled): 2026-11-29T17:00:00Z");
     assert!(lines[1].starts_with("SCHEDULED"), "{lines:?}");
@@ -126,19 +129,21 @@ async fn runs_claims_settles_and_lists_page_by_page(backend: Backend) {
     assert!(lines[3].ends_with("workflow uid wf-uid-1"), "{lines:?}");
 
     // One page at a time, the next one named on stderr; `claims` still works.
-    let first = cli(&server, &["runs", "argo/nightly", "--limit", "1"]).await;
+    let first = cli(&server, &["runs", "nightly", "-n", "argo", "--limit", "1"]).await;
     assert_eq!(stdout(&first).lines().count(), 3, "{}", stdout(&first));
     let hint = stderr(&first);
     let token = hint
         .trim()
-        .strip_prefix("more: argo-results runs argo/nightly --continue ")
+        .strip_prefix("more: argo-results runs nightly -n argo --continue ")
         .expect("the next page's command");
     let second: ClaimList = json(
         &cli(
             &server,
             &[
                 "claims",
-                "argo/nightly",
+                "nightly",
+                "-n",
+                "argo",
                 "--limit",
                 "1",
                 "--continue",
@@ -199,11 +204,73 @@ async fn an_unsettled_cli_claim_is_taken_over_after_its_lease_and_its_holder_ref
     .await;
     assert!(settled.status.success(), "{}", stderr(&settled));
 
-    let list: ClaimList = json(&cli(&server, &["runs", "argo/nightly", "-o", "json"]).await);
+    let list: ClaimList =
+        json(&cli(&server, &["runs", "nightly", "-n", "argo", "-o", "json"]).await);
     assert_eq!(list.items.len(), 1);
     let run = &list.items[0];
     assert_eq!(
         (run.state, run.taken_over, run.workflow_uid.as_deref()),
         (ClaimState::Submitted, true, Some("wf-1"))
+    );
+}
+
+/// `NAMESPACE/CRONWORKFLOW`, the old form, still claims, settles and lists, each time with
+/// a note giving the new form; with an `-n` that names another namespace it is refused. A
+/// cron workflow with no claimed tick says so on stderr and exits 0.
+async fn runs_takes_the_old_namespace_slash_name_form_with_a_note(backend: Backend) {
+    let server = TestServer::builder(backend).start().await;
+    let empty = cli(&server, &["runs", "nightly", "-n", "argo"]).await;
+    assert_eq!(empty.status.code(), Some(0), "{}", stderr(&empty));
+    assert_eq!(stdout(&empty), "");
+    assert_eq!(
+        stderr(&empty),
+        "No claimed runs found for cron workflow nightly in namespace argo.\n"
+    );
+
+    let claimed = cli(
+        &server,
+        &[
+            &["runs", "claim", "argo/nightly"],
+            &TICK[..],
+            &["-o", "json"],
+        ]
+        .concat(),
+    )
+    .await;
+    let holder: Claim = json(&claimed);
+    assert_eq!(holder.namespace, "argo");
+    assert!(
+        stderr(&claimed).contains("old form; use: argo-results runs claim nightly -n argo"),
+        "{}",
+        stderr(&claimed)
+    );
+    let claim_id = holder.claim_id.expect("claimId");
+    let settled = cli(
+        &server,
+        &[
+            &["runs", "settle", "argo/nightly"],
+            &TICK[..],
+            &["--claim-id", &claim_id, "--skipped", "by hand"],
+        ]
+        .concat(),
+    )
+    .await;
+    assert!(settled.status.success(), "{}", stderr(&settled));
+
+    let listed = cli(&server, &["runs", "argo/nightly"]).await;
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(stdout(&listed).contains("skipped"), "{}", stdout(&listed));
+    assert!(
+        stderr(&listed).contains("old form; use: argo-results runs nightly -n argo"),
+        "{}",
+        stderr(&listed)
+    );
+
+    let clash = cli(&server, &["runs", "argo/nightly", "-n", "prod"]).await;
+    assert_eq!(clash.status.code(), Some(2), "{}", stderr(&clash));
+    assert!(
+        stderr(&clash).contains("-n says prod"),
+        "{}",
+        stderr(&clash)
     );
 }
