@@ -6,6 +6,7 @@
 mod cron;
 mod feed;
 mod problem;
+mod redact;
 mod requests;
 mod result;
 #[cfg(feature = "openapi")]
@@ -17,6 +18,7 @@ mod whoami;
 pub use cron::{Claim, ClaimList, ClaimRequest, ClaimState, SettleOutcome, SettleRequest};
 pub use feed::{FeedItem, FeedPage};
 pub use problem::{Problem, ProblemCode};
+pub use redact::redacted;
 pub use requests::{AbandonRequest, ExpectationRequest, ReportRequest};
 pub use result::{DeleteResponse, NodeResult, ResultList, ResultState, Summary};
 pub use whoami::{PodRef, Role, Whoami};

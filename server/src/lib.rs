@@ -296,7 +296,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let starting =
         http::starting::Starting::serve(&listener, tls.clone(), operations.as_ref(), &metrics)
             .map_err(StartError::Serve)?;
-    let database = store::redacted(&config.database_url());
+    let database = argo_results_proto::redacted(&config.database_url());
     console::say(
         config.log_format,
         &format!("argo-results-server opening the store {database}"),

@@ -38,10 +38,12 @@ pub struct Connection {
 /// Checks that the server's URL can be used as it is: `http://` or `https://` and a host.
 /// A URL without a scheme would otherwise fail every attempt until the deadline.
 pub fn check_server_url(url: &str, source: &str) -> Result<(), Failure> {
-    let usage = |why: String| Failure::Usage(format!("the server URL {url:?} ({source}) {why}"));
+    // Messages show the URL without its password.
+    let shown = argo_results_client::proto::redacted(url);
+    let usage = |why: String| Failure::Usage(format!("the server URL {shown:?} ({source}) {why}"));
     let no_scheme = || {
         usage(format!(
-            "has no scheme: use http://{url} (or https://{url} for a server with TLS)"
+            "has no scheme: use http://{shown} (or https://{shown} for a server with TLS)"
         ))
     };
     if !url.contains("://") {
@@ -274,6 +276,11 @@ mod tests {
         ] {
             assert!(check_server_url(url, "--server").is_ok(), "{url}");
         }
+        let secret = usage(check_server_url("u:SECRET@127.0.0.1:8080", "--server"));
+        assert!(
+            secret.contains("use http://u:***@127.0.0.1:8080") && !secret.contains("SECRET"),
+            "{secret}"
+        );
         let no_scheme = usage(check_server_url("127.0.0.1:8080", "--server"));
         assert!(
             no_scheme.contains("has no scheme: use http://127.0.0.1:8080"),

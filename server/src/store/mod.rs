@@ -41,5 +41,5 @@ pub use argo_results_rules::{
 };
 pub use error::{FailureKind, Refusal, StoreError, StoreResult};
 pub use model::{ClaimPage, ClaimQuery, FeedChunk, ListQuery, PruneBefore, Pruned, ResultPage};
-pub use open::{Opening, open, redacted};
+pub use open::{Opening, open};
 pub use writer::Batching;

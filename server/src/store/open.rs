@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use argo_results_proto::redacted;
 use argo_results_rules::ReportPolicy;
 
 use super::api::Store;
@@ -19,23 +20,6 @@ use crate::metrics::Metrics;
 /// Why the epoch is renewed at start, if it is.
 fn renewal(new_epoch: bool) -> Option<&'static str> {
     new_epoch.then_some("--new-epoch")
-}
-
-/// `url` with its password, if it has one, replaced by `***`: what may be printed.
-pub fn redacted(url: &str) -> String {
-    // Without a scheme, `user:password@host` may still be there.
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (format!("{scheme}://"), rest),
-        None => (String::new(), url),
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_owned();
-    };
-    match rest[..at].split_once(':') {
-        Some((user, _)) => format!("{scheme}{user}:***{}", &rest[at..]),
-        None => url.to_owned(),
-    }
 }
 
 /// How the store is opened.
@@ -80,33 +64,5 @@ pub async fn open(
         Ok(Arc::new(store))
     } else {
         Err(StoreError::UnsupportedUrl(redacted(url)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted;
-
-    #[test]
-    fn a_printed_url_never_carries_its_password() {
-        for (url, shown) in [
-            ("postgresx://u:SECRET@h/db", "postgresx://u:***@h/db"),
-            (
-                "postgres://argo:p@ss:w@rd@db:5432/results?sslmode=verify-full",
-                "postgres://argo:***@db:5432/results?sslmode=verify-full",
-            ),
-            ("postgres://argo@db/results", "postgres://argo@db/results"),
-            (
-                "postgres://db/results?user=a@b",
-                "postgres://db/results?user=a@b",
-            ),
-            (
-                "sqlite:///var/lib/a@b:c/results.db",
-                "sqlite:///var/lib/a@b:c/results.db",
-            ),
-            ("u:SECRET@h/db", "u:***@h/db"),
-        ] {
-            assert_eq!(redacted(url), shown, "{url}");
-        }
     }
 }
