@@ -60,8 +60,8 @@ pub enum StartError {
         path: String,
         source: std::io::Error,
     },
-    #[error("--jwks-file: {0}")]
-    Jwks(#[from] KeyError),
+    #[error("--jwks-file {path}: {source}")]
+    Jwks { path: String, source: KeyError },
     #[error("Kubernetes API (in-cluster config or KUBECONFIG): {0}")]
     Kube(kube::Error),
     #[error("dev key: {0}")]
@@ -144,7 +144,12 @@ async fn authenticator(config: &Config) -> Result<(Authenticator, Option<DevKey>
                 issuer,
                 lifetime,
             };
-            Verifier::Keys(KeySet::from_jwks(&text, &policy)?)
+            Verifier::Keys(KeySet::from_jwks(&text, &policy).map_err(|source| {
+                StartError::Jwks {
+                    path: path.display().to_string(),
+                    source,
+                }
+            })?)
         }
         (None, Some(kube)) if config.kube_jwks => Verifier::KubeKeys(KubeKeys::start(
             kube.clone(),
