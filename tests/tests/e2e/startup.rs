@@ -208,3 +208,27 @@ fn help_lists_the_exit_codes() {
         assert!(help.contains(line), "{line} in:\n{help}");
     }
 }
+
+#[test]
+fn a_jwks_file_that_does_not_parse_is_named() {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, "{}").expect("write");
+    let out = std::process::Command::new(binary("argo-results-server"))
+        .args(["--listen", "127.0.0.1:0", "--any-issuer", "--jwks-file"])
+        .arg(&jwks)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run argo-results-server");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--jwks-file {}: not a JWKS document",
+            jwks.display()
+        )),
+        "{stderr}"
+    );
+}
