@@ -538,9 +538,25 @@ impl TestServer {
     }
 }
 
+/// Lines of a server's log a failing test prints.
+const LOG_TAIL_LINES: usize = 40;
+
 impl Drop for TestServer {
     fn drop(&mut self) {
         let _ = self.child.start_kill();
+        // A failed assertion unwinds through here: show what the server said last. (The
+        // harness prints a test's output only when it fails.)
+        if std::thread::panicking() {
+            let log = self.log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+            eprintln!(
+                "--- the last {} lines of the log of the server at {}:\n{}",
+                tail.len(),
+                self.url,
+                tail.join("\n")
+            );
+        }
         let Some(schema) = self.schema.take() else {
             return;
         };
