@@ -3,18 +3,23 @@
 //! [`run`] wires everything: flags ([`config`]) decide authentication ([`auth`]) and the
 //! store ([`store`]); the HTTP API ([`http`]) serves them until SIGTERM or SIGINT.
 
-pub mod auth;
-pub mod config;
-pub mod console;
-pub mod http;
-pub mod listener;
-pub mod metrics;
-pub mod paths;
-pub mod rate;
-pub mod retention;
-pub mod store;
-pub mod tls;
-pub mod validate;
+mod auth;
+mod config;
+mod console;
+mod http;
+mod listener;
+mod metrics;
+mod paths;
+mod rate;
+mod retention;
+mod store;
+mod tls;
+mod validate;
+
+pub use auth::rbac_rules::print as print_rbac_rules;
+pub use config::{Config, LogFormat};
+pub use console::line as console_line;
+pub use http::openapi_json;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,7 +35,7 @@ use auth::kube_keys::KubeKeys;
 use auth::rbac::Rbac;
 use auth::token_review::TokenReviewer;
 use auth::{Authenticator, Authorizer, KubeApi, RoleLists, Verifier};
-use config::{AuthMode, Config, LogFormat};
+use config::AuthMode;
 use listener::Guard;
 use store::{ReportPolicy, StoreError};
 use validate::Limits;

@@ -1,8 +1,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use argo_results_server::config::{Config, LogFormat};
-use argo_results_server::console;
+use argo_results_server::{Config, LogFormat, console_line};
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -27,7 +26,7 @@ fn init_logging(format: LogFormat) {
             std::panic::set_hook(Box::new(|panic| {
                 eprintln!(
                     "{}",
-                    console::line(LogFormat::Json, "ERROR", &panic.to_string(), &[])
+                    console_line(LogFormat::Json, "ERROR", &panic.to_string(), &[])
                 );
             }));
         }
@@ -38,11 +37,11 @@ fn init_logging(format: LogFormat) {
 async fn main() -> ExitCode {
     let config = Config::parse();
     if config.openapi {
-        print!("{}", argo_results_server::http::openapi_json());
+        print!("{}", argo_results_server::openapi_json());
         return ExitCode::SUCCESS;
     }
     if config.print_rbac_rules {
-        print!("{}", argo_results_server::auth::rbac_rules::print());
+        print!("{}", argo_results_server::print_rbac_rules());
         return ExitCode::SUCCESS;
     }
     let format = config.log_format;
@@ -51,7 +50,7 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             let text = format!("argo-results-server: {error}");
-            eprintln!("{}", console::line(format, "ERROR", &text, &[]));
+            eprintln!("{}", console_line(format, "ERROR", &text, &[]));
             ExitCode::from(error.exit_code())
         }
     }

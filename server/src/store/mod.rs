@@ -33,13 +33,13 @@ mod sqlite;
 mod statements;
 mod writer;
 
-pub use api::{BoxFuture, Store};
+pub use api::Store;
 pub use argo_results_rules::Stale;
 pub use argo_results_rules::merge::is_object;
 pub use argo_results_rules::{
     Expectation, NewClaim, Outcome, Report, ReportPolicy, ResultKey, Settled, Settlement, Written,
 };
-pub use error::{FailureKind, Refusal, StoreError, StoreResult};
-pub use model::{ClaimPage, ClaimQuery, FeedChunk, ListQuery, PruneBefore, Pruned, ResultPage};
+pub use error::{FailureKind, Refusal, StoreError};
+pub use model::{ClaimQuery, FeedChunk, ListQuery, PruneBefore};
 pub use open::{Opening, open};
 pub use writer::Batching;
