@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::overload::overloaded;
+use super::error::ApiError;
 
 /// What a page reserves before the store is read: the store stops a page's items at
 /// 8 MiB, and reading them takes about as much again (each row read, then written as
@@ -39,7 +39,9 @@ pub fn reserve(
         .ok()
         .and_then(|bytes| Arc::clone(budget).try_acquire_many_owned(bytes).ok())
         .ok_or_else(|| {
-            overloaded("too many answers are being built or sent at once (--max-answer-memory)")
+            ApiError::overloaded(
+                "too many answers are being built or sent at once (--max-answer-memory)",
+            )
         })
 }
 

@@ -5,22 +5,16 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::convert::Infallible;
-use std::sync::Arc;
 
 use argo_results_proto::{
     AbandonRequest, ClaimRequest, ExpectationRequest, ProblemCode, ReportRequest, SettleRequest,
 };
-use axum::body::{Body, HttpBody};
 use axum::extract::{FromRequest, Request};
-use axum::http::{HeaderMap, header};
-use http_body_util::BodyExt;
+use axum::http::header;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::AppState;
 use super::error::ApiError;
-use super::overload::overloaded;
 
 /// A body type's top-level fields, so that unknown and missing ones are reported by name.
 pub trait RequestBody: DeserializeOwned {
@@ -308,96 +302,10 @@ pub fn parse<T: RequestBody>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-fn too_large(limit: usize) -> ApiError {
-    ApiError::new(
-        ProblemCode::PayloadTooLarge,
-        format!("the body is larger than {limit} bytes (--max-body-bytes)"),
-    )
-}
-
-/// Receives a request's whole body, so that no one waits on a slow client while holding
-/// a slot. Each byte held takes a permit of the bodies' shared memory budget, returned
-/// when the request is answered (the permits come back with the body).
-pub async fn receive(
-    headers: &HeaderMap,
-    body: Body,
-    state: &AppState,
-) -> Result<(Body, Option<OwnedSemaphorePermit>), ApiError> {
-    if body.size_hint().exact() == Some(0) {
-        return Ok((body, None));
-    }
-    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
-        let encoding = encoding.to_str().unwrap_or("?").trim();
-        if !encoding.eq_ignore_ascii_case("identity") {
-            return Err(ApiError::new(
-                ProblemCode::UnsupportedMediaType,
-                format!("the body must be sent as it is, not with Content-Encoding {encoding:?}"),
-            ));
-        }
-    }
-    let limit = state.limits.max_body_bytes;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
-    if declared.is_some_and(|length| length > limit) {
-        return Err(too_large(limit));
-    }
-    let admission = &state.admission;
-    let collected = collect(body, limit, &admission.body_memory);
-    tokio::time::timeout(admission.body_timeout, collected)
-        .await
-        .unwrap_or_else(|_| {
-            Err(ApiError::new(
-                ProblemCode::RequestTimeout,
-                format!(
-                    "the body did not arrive within {:?} (--body-timeout)",
-                    admission.body_timeout
-                ),
-            ))
-        })
-}
-
-/// The body's chunks as they arrive, kept as they are (no copy while the client sends).
-async fn collect(
-    mut body: Body,
-    limit: usize,
-    memory: &Arc<Semaphore>,
-) -> Result<(Body, Option<OwnedSemaphorePermit>), ApiError> {
-    let mut chunks = Vec::new();
-    let mut received = 0;
-    let mut held: Option<OwnedSemaphorePermit> = None;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| {
-            ApiError::new(
-                ProblemCode::InvalidJson,
-                format!("the body could not be read: {e}"),
-            )
-        })?;
-        let Ok(data) = frame.into_data() else {
-            continue; // trailers
-        };
-        received += data.len();
-        if received > limit {
-            return Err(too_large(limit));
-        }
-        let more = u32::try_from(data.len())
-            .ok()
-            .and_then(|n| Arc::clone(memory).try_acquire_many_owned(n).ok())
-            .ok_or_else(|| overloaded("request bodies fill their memory (--max-body-memory)"))?;
-        match &mut held {
-            Some(held) => held.merge(more),
-            None => held = Some(more),
-        }
-        chunks.push(data);
-    }
-    let chunks = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>));
-    Ok((Body::from_stream(chunks), held))
-}
-
 impl<T: RequestBody> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiError;
 
-    /// Reads the body [`receive`] took in at admission.
+    /// Reads the body [`super::admission::receive`] took in at admission.
     async fn from_request(request: Request, _: &AppState) -> Result<Self, ApiError> {
         let content_type = request
             .headers()

@@ -26,6 +26,14 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// `429 overloaded`: a shared bound is full; the client retries after Retry-After.
+    pub fn overloaded(what: &str) -> Self {
+        ApiError::new(
+            ProblemCode::Overloaded,
+            format!("{what}; retry after Retry-After seconds"),
+        )
+    }
+
     pub fn new(code: ProblemCode, detail: impl Into<String>) -> Self {
         ApiError {
             code,

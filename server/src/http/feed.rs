@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use utoipa::IntoParams;
 
 use super::AppState;
+use super::admission::{Slot, WatchPlace};
 use super::error::{ApiError, ApiResult};
-use super::overload::{Slot, WatchPlace};
 use super::params::{QueryParams, invalid_parameter, limit};
 use crate::auth::{Caller, Verb};
 use crate::store::FeedChunk;

@@ -1,5 +1,6 @@
 //! The HTTP API: one module per resource, errors turned into problem+json in [`error`].
 
+mod admission;
 mod answers;
 mod body;
 mod caller;
@@ -10,11 +11,10 @@ mod expectations;
 mod feed;
 mod observe;
 mod openapi;
-mod overload;
 mod params;
 mod pod_writes;
 
-pub use overload::Admission;
+pub use admission::Admission;
 pub use pod_writes::PodWrites;
 mod probes;
 mod results;
@@ -192,7 +192,7 @@ pub fn router(state: AppState, with_metrics: bool) -> Router {
     let operations = if with_metrics { operations() } else { probes() };
     api.route_layer(axum::middleware::from_fn_with_state(
         state.clone(),
-        overload::admit,
+        admission::admit,
     ))
     .route(
         "/api/v1/openapi.json",

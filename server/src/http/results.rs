@@ -13,11 +13,11 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
+use super::admission::Slot;
 use super::body::JsonBody;
 use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
 use super::observe::Arrived;
-use super::overload::{Slot, overloaded};
 use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
 use super::{AppState, json, written};
 use crate::auth::{Caller, Verb, pod};
@@ -146,7 +146,7 @@ pub async fn report(
         .pod_writes
         .reserve(&body.pod_uid, outputs, body.message.as_deref())
     else {
-        return Err(overloaded(&format!(
+        return Err(ApiError::overloaded(&format!(
             "pod {} changed more than {} bytes of results in the last hour \
              (--pod-write-budget)",
             body.pod_uid,

@@ -2,7 +2,7 @@
 //! what others need:
 //!
 //! 1. the caller is authenticated, so a stranger's body is never read;
-//! 2. its body is received whole ([`body::receive`]): within `--body-timeout` (else
+//! 2. its body is received whole ([`receive`]): within `--body-timeout` (else
 //!    `408`), `--max-body-bytes` (`413`) and the memory all bodies being received share,
 //!    `--max-body-memory` (`429`);
 //! 3. only then does it take one of the `--max-in-flight` slots, or is answered at once
@@ -15,18 +15,21 @@
 //!    kept for callers who may act as the controller ([`Watches`]).
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use argo_results_proto::ProblemCode;
+use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::AppState;
 use super::answers;
-use super::body;
 use super::error::ApiError;
 
 /// The shared bounds of admission.
@@ -35,10 +38,10 @@ pub struct Admission {
     in_flight: Arc<Semaphore>,
     watches: Arc<Watches>,
     /// Bytes of bodies held in memory, one permit a byte.
-    pub(super) body_memory: Arc<Semaphore>,
+    body_memory: Arc<Semaphore>,
     /// Bytes of answers being built or sent, one permit a byte.
     answer_memory: Arc<Semaphore>,
-    pub(super) body_timeout: Duration,
+    body_timeout: Duration,
 }
 
 impl Admission {
@@ -72,10 +75,12 @@ impl Admission {
         let open_to_all = watches.cap - watches.cap / 8;
         let mine = held.by_subject.get(subject).copied().unwrap_or(0);
         if held.open >= watches.cap || (!controller && held.open >= open_to_all) {
-            return Err(overloaded("too many watches are waiting (--max-watches)"));
+            return Err(ApiError::overloaded(
+                "too many watches are waiting (--max-watches)",
+            ));
         }
         if !controller && mine >= share {
-            return Err(overloaded(&format!(
+            return Err(ApiError::overloaded(&format!(
                 "this subject has {mine} watches waiting, its share of --max-watches"
             )));
         }
@@ -127,13 +132,6 @@ impl Drop for WatchPlace {
             }
         }
     }
-}
-
-pub fn overloaded(what: &str) -> ApiError {
-    ApiError::new(
-        ProblemCode::Overloaded,
-        format!("{what}; retry after Retry-After seconds"),
-    )
 }
 
 /// A request's slot among those in flight, and what its answer reserved.
@@ -199,6 +197,94 @@ impl Slot {
     }
 }
 
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        ProblemCode::PayloadTooLarge,
+        format!("the body is larger than {limit} bytes (--max-body-bytes)"),
+    )
+}
+
+/// Receives a request's whole body, so that no one waits on a slow client while holding
+/// a slot. Each byte held takes a permit of the bodies' shared memory budget, returned
+/// when the request is answered (the permits come back with the body).
+pub async fn receive(
+    headers: &HeaderMap,
+    body: Body,
+    state: &AppState,
+) -> Result<(Body, Option<OwnedSemaphorePermit>), ApiError> {
+    if body.size_hint().exact() == Some(0) {
+        return Ok((body, None));
+    }
+    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
+        let encoding = encoding.to_str().unwrap_or("?").trim();
+        if !encoding.eq_ignore_ascii_case("identity") {
+            return Err(ApiError::new(
+                ProblemCode::UnsupportedMediaType,
+                format!("the body must be sent as it is, not with Content-Encoding {encoding:?}"),
+            ));
+        }
+    }
+    let limit = state.limits.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Err(too_large(limit));
+    }
+    let admission = &state.admission;
+    let collected = collect(body, limit, &admission.body_memory);
+    tokio::time::timeout(admission.body_timeout, collected)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ApiError::new(
+                ProblemCode::RequestTimeout,
+                format!(
+                    "the body did not arrive within {:?} (--body-timeout)",
+                    admission.body_timeout
+                ),
+            ))
+        })
+}
+
+/// The body's chunks as they arrive, kept as they are (no copy while the client sends).
+async fn collect(
+    mut body: Body,
+    limit: usize,
+    memory: &Arc<Semaphore>,
+) -> Result<(Body, Option<OwnedSemaphorePermit>), ApiError> {
+    let mut chunks = Vec::new();
+    let mut received = 0;
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            ApiError::new(
+                ProblemCode::InvalidJson,
+                format!("the body could not be read: {e}"),
+            )
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        received += data.len();
+        if received > limit {
+            return Err(too_large(limit));
+        }
+        let more = u32::try_from(data.len())
+            .ok()
+            .and_then(|n| Arc::clone(memory).try_acquire_many_owned(n).ok())
+            .ok_or_else(|| {
+                ApiError::overloaded("request bodies fill their memory (--max-body-memory)")
+            })?;
+        match &mut held {
+            Some(held) => held.merge(more),
+            None => held = Some(more),
+        }
+        chunks.push(data);
+    }
+    let chunks = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>));
+    Ok((Body::from_stream(chunks), held))
+}
+
 pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     match state.counted(state.auth.authenticate(&parts.headers).await) {
@@ -206,13 +292,14 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
         Err(error) => return ApiError::from(error).into_response(),
     };
     // Held until the request is answered: the body stays in memory that long.
-    let (body, _body_memory) = match body::receive(&parts.headers, body, &state).await {
+    let (body, _body_memory) = match receive(&parts.headers, body, &state).await {
         Ok(received) => received,
         Err(error) => return error.into_response(),
     };
     let admission = &state.admission;
     let Ok(permit) = Arc::clone(&admission.in_flight).try_acquire_owned() else {
-        return overloaded("too many requests in flight (--max-in-flight)").into_response();
+        return ApiError::overloaded("too many requests in flight (--max-in-flight)")
+            .into_response();
     };
     // Kept here too: extractors drop the request's extensions before the handler runs.
     let slot = Slot {
