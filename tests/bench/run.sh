@@ -39,7 +39,7 @@
 #
 # Needs Postgres on 127.0.0.1:5432 (user postgres, trust), pgbench, psql and openssl;
 # installs Debian's etcd-server and etcd-client when missing. Prints a table with the
-# targets of issue 17 beside the figures (a benchmark's targets: nothing fails on them),
+# performance targets (docs/performance.md, "Method") beside the figures (a benchmark's targets: nothing fails on them),
 # then as its last line one JSON object. Knobs: CONCURRENCY (64), DURATION (20 s),
 # READ_DURATION (10 s), PGPORT, PGUSER, ARGO_RESULTS_BENCH_SERVER.
 set -euo pipefail
@@ -286,7 +286,7 @@ summary = {
     "list_ratio_vs_raw_select": round(select_tps / list_rps, 2) if list_rps else None,
     "errors_all_phases": errors_all,
 }
-# Issue 17's targets: for the benchmark only, never a test.
+# The performance targets: for the benchmark only, never a test.
 targets = [
     ("server_cpu_vs_floor", "<=", 1.5),
     ("ratio_vs_etcd", ">=", 1.25),

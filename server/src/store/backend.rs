@@ -25,28 +25,8 @@
 //!
 //! What it costs is bounded: one replica has one writer, which commits one batch at a time
 //! with or without the lock, and the writes that arrive during a commit's fsync form the
-//! next batch. Measured on the 2-core development machine (release build, Postgres 15 and
-//! loadgen on the same machine, 1 KB outputs, 15 s of closed loop, 2026-12-01):
-//!
-//! | in flight | reports/s | writes per batch | machine busy | server CPU per report |
-//! |---|---|---|---|---|
-//! | 64  | 6,601 | 28 | 82 % | 152 µs |
-//! | 128 | 7,338 | 51 | 89 % | 161 µs |
-//!
-//! The idle 16 % at 64 in flight bounds what overlapping commits could add there
-//! (at most about a fifth); twice the callers, which a cluster of pods provides, take
-//! half of it back with no change. The lock itself, beside one transaction in flight,
-//! is one statement: pgbench running the writer's transaction (lock the head, upsert 8
-//! rows, record 8 changes, set the head) commits 3,142 rows/s with it and 3,230 without.
-//! Where it does bind is between several writers (replicas, deletions, retention): 4
-//! clients without it reach 8,416 rows/s, with it 2,694, as Postgres then flushes their
-//! commits together. (This disk's fsync time varies from run to run; an earlier run gave
-//! 1,441 and 1,710, then 1,519 and 8,036.)
-//!
-//! Those runs shared the machine with other builds at times. A quiet rerun, `vmstat 3`
-//! during `tests/bench/run.sh`'s load on the release build (64 in flight, 5,426
-//! reports/s), found the cores 12 to 15 % idle and 1 to 2 % waiting for the disk: the
-//! same bound.
+//! next batch. The measurements are in docs/performance.md, "Why writes commit one at a
+//! time".
 
 use std::future::Future;
 

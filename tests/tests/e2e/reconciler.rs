@@ -294,7 +294,7 @@ async fn a_pod_that_ended_without_a_completed_result_is_settled(backend: Backend
     let server = TestServer::builder(backend).start().await;
     let mut controller = reconciler(&server);
     let wf = etl();
-    // The wait container was OOM-killed after a progress report (issue #13373); an init
+    // The wait container was OOM-killed after a progress report (argoproj/argo-workflows#13373); an init
     // container failed, or the pod failed while Pending, before anything reported; wait
     // exited 0 after its final report was refused, so the pod Succeeded.
     let endings = [
