@@ -1,5 +1,8 @@
 //! `argo-results`: the command line of the wait container and of admins.
 
+// Commands' help is written in doc comments, where `<ARG>` is usage notation, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod cmd;
 
 use std::process::ExitCode;

@@ -1,7 +1,10 @@
 //! argo-results-server: the service that stores Argo Workflows' step results.
 //!
-//! [`run`] wires everything: flags ([`config`]) decide authentication ([`auth`]) and the
-//! store ([`store`]); the HTTP API ([`http`]) serves them until SIGTERM or SIGINT.
+//! [`run`] wires everything: flags (`config`) decide authentication (`auth`) and the
+//! store (`store`); the HTTP API (`http`) serves them until SIGTERM or SIGINT.
+
+// Flags' help is written in doc comments, where `<ARG>` is usage notation, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 mod auth;
 mod config;

@@ -1,6 +1,6 @@
 //! The Kubernetes RBAC that `--rbac` asks for, as one table. [`super::rbac`] builds every
 //! SubjectAccessReview from [`resource_attributes`]; `--print-rbac-rules` prints the table
-//! as ClusterRoles ([`print`]), which `deploy/base` ships and `.ci/validate-deploy`
+//! as ClusterRoles ([`print()`]), which `deploy/base` ships and `.ci/validate-deploy`
 //! compares with the rendered manifests.
 
 use k8s_openapi::api::authorization::v1::ResourceAttributes;
@@ -81,7 +81,7 @@ pub fn cluster_role(grant: &Grant) -> ClusterRole {
     }
 }
 
-/// The ClusterRoles of [`GRANTS`] as a `v1` List (`kubectl apply -f -` takes it).
+/// The ClusterRoles of `GRANTS` as a `v1` List (`kubectl apply -f -` takes it).
 pub fn print() -> String {
     let items: Vec<ClusterRole> = GRANTS.iter().map(cluster_role).collect();
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});

@@ -1,5 +1,5 @@
 //! Request bodies: received whole within a deadline and the size and memory limits
-//! ([`receive`], at admission), then read as JSON only, with every problem named
+//! ([`super::admission::receive`], at admission), then read as JSON only, with every problem named
 //! precisely.
 
 use std::borrow::Cow;

@@ -1,6 +1,6 @@
 //! Change notification: wakes long-polling feed readers when a commit lands, this
 //! replica's (published by whoever committed) or, on Postgres, another's (published by
-//! [`super::postgres::follow`]).
+//! `store/postgres/follow.rs`).
 //!
 //! It is only a hint. Readers always read the changes themselves from the database, so a
 //! missed wake-up can delay a change but never lose one. A reader of one namespace is woken

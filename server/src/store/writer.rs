@@ -9,10 +9,10 @@
 //! order, on the row as the writes before it left it, and each caller is answered only
 //! after the commit, with the outcome its write alone would have had in that order.
 //!
-//! A write's path: the handler calls [`Queue::submit`]; [`writer`] gathers a batch;
-//! [`write_batch`] bounds it in time on the writer's connection; the backend's
+//! A write's path: the handler calls [`Queue::submit`]; `writer` gathers a batch;
+//! `write_batch` bounds it in time on the writer's connection; the backend's
 //! transaction locks the head and loads the rows, the rules' `plan` decides each write and
-//! assigns revisions, the backend stores the plan and commits; [`writer`] answers each
+//! assigns revisions, the backend stores the plan and commits; `writer` answers each
 //! caller.
 
 use std::collections::HashSet;
