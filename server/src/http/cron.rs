@@ -66,7 +66,6 @@ impl cursor::Untrusted for Position {
     responses(
         (status = 201, description = "Claimed (takenOver when an expired, unsettled claim was taken over): create workflowName, then settle with claimId", body = Claim),
         (status = 400, description = "invalid_json, unknown_field, invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a controller", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "already_claimed: a live or settled claim, in current", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),
@@ -111,7 +110,6 @@ pub async fn claim(
     responses(
         (status = 200, description = "Settled, or a replay of the same outcome", body = Claim),
         (status = 400, description = "invalid_json, unknown_field, invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a controller", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "not_found: the tick was never claimed", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "lease_lost: claimId is not the holder (the tick was taken over), in current; already_completed: settled with another outcome, in current", body = Problem, content_type = "application/problem+json"),
@@ -152,7 +150,6 @@ pub async fn settle(
     responses(
         (status = 200, description = "A page of claims, newest scheduled time first", body = ClaimList),
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

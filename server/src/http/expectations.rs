@@ -25,7 +25,6 @@ use crate::validate;
         (status = 201, description = "Registered", body = NodeResult),
         (status = 200, description = "Already registered, or reset for a new pod UID", body = NodeResult),
         (status = 400, description = "invalid_json, unknown_field, invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a controller", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "already_completed: a frozen result cannot move to another pod", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),

@@ -111,7 +111,6 @@ async fn watch_place(
     responses(
         (status = 200, description = "Changes in revision order", body = FeedPage),
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
         (status = 410, description = "gone: since is not in the retained history of the store's epoch (pruned, ahead of the head, or read in another epoch); re-list and resume from revision and epoch", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "overloaded: too many requests in flight, or too many watches waiting (--max-watches); retry after Retry-After seconds", body = Problem, content_type = "application/problem+json"),

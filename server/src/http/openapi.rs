@@ -49,9 +49,10 @@ impl Modify for BearerAuth {
 }
 
 /// The answers that no handler gives but every operation may get, added to each one so
-/// that no status the server sends is missing from the document: `429` from the limiter
-/// in front of every route, `503` when the database or the Kubernetes API is out of reach,
-/// and, where a body is read, `408`, `413` and `415` from reading it.
+/// that no status the server sends is missing from the document: `401` wherever a token
+/// is required, `429` from the limiter in front of every route, `503` when the database
+/// or the Kubernetes API is out of reach, and, where a body is read, `408`, `413` and
+/// `415` from reading it. A route's annotation lists only what is its own.
 pub struct CommonResponses;
 
 impl CommonResponses {
@@ -104,6 +105,14 @@ impl Modify for CommonResponses {
                         operation,
                         "415",
                         "unsupported_media_type: the body is not application/json, or is sent with a Content-Encoding",
+                        false,
+                    );
+                }
+                if operation.security.is_some() {
+                    Self::add(
+                        operation,
+                        "401",
+                        "unauthenticated: no bearer token, or one that does not verify",
                         false,
                     );
                 }

@@ -112,7 +112,6 @@ fn optional_uid(uid: Option<String>) -> ApiResult<Option<String>> {
         (status = 201, description = "First write of the row, committed", body = NodeResult),
         (status = 200, description = "Stored, or an idempotent replay (revision unchanged)", body = NodeResult),
         (status = 400, description = "invalid_json, unknown_field, unsupported_protocol_version, invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not this node's pod", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "already_completed (with current), stale_sequence, pod_mismatch, not_expected (no expectation names this pod)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "invalid_field", body = Problem, content_type = "application/problem+json"),
@@ -190,7 +189,6 @@ pub async fn report(
     responses(
         (status = 200, description = "Abandoned (or already abandoned)", body = NodeResult),
         (status = 400, description = "invalid_json, unknown_field, invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a controller", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "not_found", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "already_completed: use the outputs in current", body = Problem, content_type = "application/problem+json"),
@@ -224,7 +222,6 @@ pub async fn abandon(
     responses(
         (status = 200, description = "The committed result", body = NodeResult),
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "not_found", body = Problem, content_type = "application/problem+json"),
     ),
@@ -263,7 +260,6 @@ pub async fn get(
     responses(
         (status = 200, description = "One page and the summary at `revision`", body = ResultList),
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a reader", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -345,7 +341,6 @@ pub async fn list(
     responses(
         (status = 200, description = "How many results were deleted", body = DeleteResponse),
         (status = 400, description = "invalid_parameter: workflowUid is required", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden: not a controller", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

@@ -1,6 +1,6 @@
 //! The first thing an admin runs when a call is refused.
 
-use argo_results_proto::{Problem, Whoami};
+use argo_results_proto::Whoami;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -16,7 +16,6 @@ use crate::auth::Caller;
     tag = "auth",
     responses(
         (status = 200, description = "The caller", body = Whoami),
-        (status = 401, description = "unauthenticated", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
