@@ -11,18 +11,31 @@ use crate::request::{Outcome, ResultKey, Written};
 use crate::result::{Decision, ReportPolicy, Write};
 use crate::row::Row;
 
-/// A result's primary key in the database: namespace, workflow UID, node ID.
-pub type Identity<'a> = (&'a str, &'a str, &'a str);
+/// A result's primary key in the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RowKey<'a> {
+    pub namespace: &'a str,
+    pub workflow_uid: &'a str,
+    pub node_id: &'a str,
+}
 
 impl ResultKey {
-    pub fn identity(&self) -> Identity<'_> {
-        (&self.namespace, &self.workflow_uid, &self.node_id)
+    pub fn row_key(&self) -> RowKey<'_> {
+        RowKey {
+            namespace: &self.namespace,
+            workflow_uid: &self.workflow_uid,
+            node_id: &self.node_id,
+        }
     }
 }
 
 impl Row {
-    pub fn identity(&self) -> Identity<'_> {
-        (&self.namespace, &self.workflow_uid, &self.node_id)
+    pub fn row_key(&self) -> RowKey<'_> {
+        RowKey {
+            namespace: &self.namespace,
+            workflow_uid: &self.workflow_uid,
+            node_id: &self.node_id,
+        }
     }
 }
 
@@ -73,29 +86,29 @@ pub fn plan(
 ) -> Result<Planned, Corrupt> {
     // Where each write's stored row is, if it has one.
     let found: Vec<Option<usize>> = {
-        let index: HashMap<Identity<'_>, usize> = stored
+        let index: HashMap<RowKey<'_>, usize> = stored
             .iter()
             .enumerate()
-            .map(|(at, row)| (row.identity(), at))
+            .map(|(at, row)| (row.row_key(), at))
             .collect();
         writes
             .iter()
-            .map(|(key, _)| index.get(&key.identity()).copied())
+            .map(|(key, _)| index.get(&key.row_key()).copied())
             .collect()
     };
     let mut stored: Vec<Option<Row>> = stored.into_iter().map(Some).collect();
-    let mut rows: HashMap<Identity<'_>, Option<Row>> = HashMap::with_capacity(writes.len());
+    let mut rows: HashMap<RowKey<'_>, Option<Row>> = HashMap::with_capacity(writes.len());
     for ((key, _), found) in writes.iter().zip(found) {
-        rows.entry(key.identity())
+        rows.entry(key.row_key())
             .or_insert_with(|| found.and_then(|at| stored[at].take()));
     }
     let mut outcomes = Vec::with_capacity(writes.len());
     let mut changes = Vec::new();
     // The rows written, in the order of their first write.
-    let mut written: Vec<Identity<'_>> = Vec::new();
+    let mut written: Vec<RowKey<'_>> = Vec::new();
     let mut seen = HashSet::new();
     for (key, write) in writes {
-        let id = key.identity();
+        let id = key.row_key();
         let current = rows
             .get_mut(&id)
             .ok_or_else(|| Corrupt(format!("batch lost the row of {key:?}")))?;

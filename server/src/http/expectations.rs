@@ -8,7 +8,7 @@ use axum::response::Response;
 use super::body::JsonBody;
 use super::error::ApiResult;
 use super::params::{Names, NodePath};
-use super::{AppState, written};
+use super::{AppState, written_answer};
 use crate::auth::{Caller, Verb};
 use crate::store::{Expectation, ResultKey};
 use crate::validate;
@@ -51,5 +51,5 @@ pub async fn expect(
         pod_name: body.pod_name,
         pod_uid: body.pod_uid,
     };
-    Ok(written(state.store.expect(key, expectation).await?))
+    Ok(written_answer(state.store.expect(key, expectation).await?))
 }

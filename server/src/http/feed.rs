@@ -49,9 +49,9 @@ pub struct FeedParams {
     epoch: Option<String>,
 }
 
-/// The page's members after its items.
+/// FeedPage's members after its items.
 #[derive(Serialize)]
-struct Head {
+struct AfterItems {
     revision: i64,
     epoch: String,
 }
@@ -78,7 +78,7 @@ async fn answer(
 fn page(chunk: FeedChunk) -> Response {
     super::page(
         chunk.items,
-        &Head {
+        &AfterItems {
             revision: chunk.revision,
             epoch: chunk.epoch,
         },

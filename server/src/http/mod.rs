@@ -124,8 +124,8 @@ fn unserializable(e: serde_json::Error) -> Response {
 /// A `200` page: `items`, whose members are JSON texts already (written in, not parsed
 /// again), then the members of `rest`, an object. The items are sent as they are, one
 /// piece each, never copied into one text: a page of 8 MiB takes 8 MiB.
-fn page(items: Vec<String>, rest: &impl Serialize) -> Response {
-    let rest = match serde_json::to_string(rest) {
+fn page(items: Vec<String>, after_items: &impl Serialize) -> Response {
+    let rest = match serde_json::to_string(after_items) {
         Ok(rest) => rest,
         Err(e) => return unserializable(e),
     };
@@ -154,7 +154,7 @@ fn page(items: Vec<String>, rest: &impl Serialize) -> Response {
 }
 
 /// `201` for a row's first write, `200` otherwise, with the stored result.
-fn written(written: Written) -> Response {
+fn written_answer(written: Written) -> Response {
     let status = match written.outcome {
         Outcome::Created => StatusCode::CREATED,
         Outcome::Updated | Outcome::Unchanged => StatusCode::OK,

@@ -19,7 +19,7 @@ use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
 use super::observe::Arrived;
 use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
-use super::{AppState, json, written};
+use super::{AppState, json, written_answer};
 use crate::auth::{Caller, Verb, pod};
 use crate::metrics::ReportOutcome;
 use crate::store::{ListQuery, Report, ResultKey};
@@ -176,7 +176,7 @@ pub async fn report(
         reserved.settle(&written.result);
     }
     state.metrics.report(report_outcome(&stored));
-    Ok(written(stored?))
+    Ok(written_answer(stored?))
 }
 
 /// Give up on a node whose pod is gone; a completed result is kept and returned in `current`.
@@ -210,7 +210,7 @@ pub async fn abandon(
         .store
         .abandon(key(path, body.workflow_uid), body.reason)
         .await?;
-    Ok(written(stored))
+    Ok(written_answer(stored))
 }
 
 /// One node's result.
@@ -315,20 +315,20 @@ pub async fn list(
     };
     // ResultList's members after its items, in its order.
     #[derive(Serialize)]
-    struct Rest {
+    struct AfterItems {
         revision: i64,
         epoch: String,
         summary: Summary,
         #[serde(rename = "continue")]
         continue_token: Option<String>,
     }
-    let rest = Rest {
+    let after_items = AfterItems {
         revision: page.revision,
         epoch: page.epoch,
         summary: page.summary,
         continue_token,
     };
-    Ok(super::page(page.items, &rest))
+    Ok(super::page(page.items, &after_items))
 }
 
 /// Delete every result of one workflow incarnation (garbage collection); the feed keeps

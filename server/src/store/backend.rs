@@ -33,7 +33,7 @@ use std::future::Future;
 use sqlx::{Database, Pool};
 
 use argo_results_rules::Row;
-use argo_results_rules::batch::{Batch, Identity};
+use argo_results_rules::batch::{Batch, RowKey};
 use argo_results_rules::claim::{ClaimDecision, ClaimRow, SettleDecision};
 use argo_results_rules::feed::FeedBounds;
 
@@ -69,7 +69,7 @@ pub(super) trait Backend: std::fmt::Debug + Clone + Send + Sync + Sized + 'stati
     fn write_batch<'a, P>(
         &'a self,
         connection: &'a mut <Self::Db as Database>::Connection,
-        keys: &'a [Identity<'a>],
+        keys: &'a [RowKey<'a>],
         plan: P,
     ) -> impl Future<Output = StoreResult<Option<i64>>> + Send + 'a
     where

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use argo_results_rules::batch::{self, Identity};
+use argo_results_rules::batch::{self, RowKey};
 use argo_results_rules::clock::now_millis;
 use argo_results_rules::{ReportPolicy, ResultKey, Write, Written};
 use sqlx::Connection as _;
@@ -265,9 +265,9 @@ impl<B: Backend> Writer<B> {
         let writes: Vec<(&ResultKey, &Write)> = queued.iter().map(|q| (&q.key, &q.write)).collect();
         // Each key once, in the order of its first write.
         let mut seen = HashSet::with_capacity(writes.len());
-        let keys: Vec<Identity<'_>> = writes
+        let keys: Vec<RowKey<'_>> = writes
             .iter()
-            .map(|(key, _)| key.identity())
+            .map(|(key, _)| key.row_key())
             .filter(|id| seen.insert(*id))
             .collect();
         let mut outcomes = Vec::new();

@@ -5,7 +5,7 @@
 use sqlx::{Connection as _, PgConnection, Postgres, Transaction};
 
 use argo_results_rules::Row;
-use argo_results_rules::batch::{Batch, Change, Identity};
+use argo_results_rules::batch::{Batch, Change, RowKey};
 use argo_results_rules::clock::now_millis;
 
 use super::super::columns::{self, result_columns};
@@ -60,7 +60,7 @@ const RECORD: &str = concat!("WITH ", record_and_notify!());
 /// Runs one batch of the writer (see `Backend::write_batch`).
 pub(super) async fn batch<P>(
     connection: &mut PgConnection,
-    keys: &[Identity<'_>],
+    keys: &[RowKey<'_>],
     plan: P,
 ) -> StoreResult<Option<i64>>
 where
@@ -68,9 +68,9 @@ where
 {
     let mut tx = connection.begin().await?;
     let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
-    let namespaces: Vec<&str> = keys.iter().map(|key| key.0).collect();
-    let uids: Vec<&str> = keys.iter().map(|key| key.1).collect();
-    let nodes: Vec<&str> = keys.iter().map(|key| key.2).collect();
+    let namespaces: Vec<&str> = keys.iter().map(|key| key.namespace).collect();
+    let uids: Vec<&str> = keys.iter().map(|key| key.workflow_uid).collect();
+    let nodes: Vec<&str> = keys.iter().map(|key| key.node_id).collect();
     // Planned afresh for every batch: a generic plan cached while `results` was small
     // would scan it whole for every batch until autovacuum analyzes it (and the writer's
     // long-lived connection would keep that plan).

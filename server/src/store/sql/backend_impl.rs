@@ -5,7 +5,7 @@
 //! `postgres` or `sqlite`, and `ThisBackend` its backend.
 
 use argo_results_rules::Row;
-use argo_results_rules::batch::{Batch, Identity};
+use argo_results_rules::batch::{Batch, RowKey};
 use argo_results_rules::claim::{ClaimDecision, ClaimRow, SettleDecision};
 
 use super::super::backend::{Backend, FeedRead};
@@ -33,7 +33,7 @@ impl Backend for ThisBackend {
     async fn write_batch<'a, P>(
         &'a self,
         connection: &'a mut Connection,
-        keys: &'a [Identity<'a>],
+        keys: &'a [RowKey<'a>],
         plan: P,
     ) -> StoreResult<Option<i64>>
     where

@@ -4,7 +4,7 @@
 use sqlx::{Connection as _, Sqlite, SqliteConnection, Transaction};
 
 use argo_results_rules::Row;
-use argo_results_rules::batch::{Batch, Change, Identity};
+use argo_results_rules::batch::{Batch, Change, RowKey};
 use argo_results_rules::clock::now_millis;
 
 use super::super::columns::{self, result_columns};
@@ -26,7 +26,7 @@ const SET_HEAD: &str = "UPDATE store_state SET revision = $1 WHERE id = 1";
 /// Runs one batch of the writer (see `Backend::write_batch`).
 pub(super) async fn batch<P>(
     connection: &mut SqliteConnection,
-    keys: &[Identity<'_>],
+    keys: &[RowKey<'_>],
     plan: P,
 ) -> StoreResult<Option<i64>>
 where
@@ -35,11 +35,11 @@ where
     let mut tx = connection.begin_with(BEGIN_WRITE).await?;
     let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
     let mut stored = Vec::with_capacity(keys.len());
-    for &(namespace, workflow_uid, node_id) in keys {
+    for key in keys {
         let row = sqlx::query(SELECT_BY_KEY)
-            .bind(namespace)
-            .bind(workflow_uid)
-            .bind(node_id)
+            .bind(key.namespace)
+            .bind(key.workflow_uid)
+            .bind(key.node_id)
             .try_map(|row| columns::result(&row))
             .fetch_optional(&mut *tx)
             .await?;
