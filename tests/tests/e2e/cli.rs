@@ -88,6 +88,12 @@ async fn run(mut command: Command) -> Output {
         .expect("run argo-results")
 }
 
+/// The command exited with `code` and said `what` on stderr.
+fn exits_saying(out: &Output, code: i32, what: &str) {
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
+    assert!(stderr(out).contains(what), "{what} in: {}", stderr(out));
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -131,12 +137,7 @@ async fn report_progress_then_final_then_replays(backend: Backend) {
 
     std::fs::write(&file, outputs(2)).expect("other outputs");
     let other = run(final_report()).await;
-    assert_eq!(other.status.code(), Some(3), "{}", stderr(&other));
-    assert!(
-        stderr(&other).contains("already_completed"),
-        "{}",
-        stderr(&other)
-    );
+    exits_saying(&other, 3, "already_completed");
     assert_eq!(server.count("SELECT COUNT(*) FROM changes").await, 2);
 }
 
@@ -160,12 +161,7 @@ async fn report_waits_for_a_server_that_starts_late(backend: Backend) {
     };
     let (reported, server) = tokio::join!(reporter, late_server);
     let reported = reported.expect("argo-results");
-    assert_eq!(reported.status.code(), Some(0), "{}", stderr(&reported));
-    assert!(
-        stderr(&reported).contains("retrying"),
-        "{}",
-        stderr(&reported)
-    );
+    exits_saying(&reported, 0, "retrying");
     assert_eq!(
         server.count("SELECT COUNT(*) FROM changes").await,
         1,
@@ -187,12 +183,7 @@ async fn report_gives_up_at_the_deadline_with_nothing_listening() {
     let mut command = wait_container(&format!("http://127.0.0.1:{}", free_port()), &token, &s);
     command.args(["report", "--final", "--timeout", "5s"]);
     let output = run(command).await;
-    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("gave up at the deadline"),
-        "{}",
-        stderr(&output)
-    );
+    exits_saying(&output, 4, "gave up at the deadline");
 }
 
 #[tokio::test]
@@ -341,12 +332,7 @@ async fn a_progress_tick_refused_as_completed_exits_0_and_other_refusals_exit_3(
         &["--progress", "1/4", "--sequence", "4"],
     ))
     .await;
-    assert_eq!(older.status.code(), Some(3), "{}", stderr(&older));
-    assert!(
-        stderr(&older).contains("stale_sequence"),
-        "{}",
-        stderr(&older)
-    );
+    exits_saying(&older, 3, "stale_sequence");
 }
 
 /// The next value of a sequence file seeded far ahead of the clock.
@@ -497,12 +483,7 @@ async fn a_final_report_carries_phase_and_exit_code_and_keeps_outputs_byte_exact
         &["--final", "--exit-code", "1", "--outputs", twice],
     ))
     .await;
-    assert_eq!(doubled.status.code(), Some(2), "{}", stderr(&doubled));
-    assert!(
-        stderr(&doubled).contains("exitCode"),
-        "{}",
-        stderr(&doubled)
-    );
+    exits_saying(&doubled, 2, "exitCode");
     assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 2);
 }
 
@@ -588,15 +569,13 @@ async fn report_rereads_the_token_file_before_each_attempt(backend: Backend) {
     assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 1);
 }
 
-async fn report_trusts_the_ca_file_for_tls(backend: Backend) {
-    let ca = TestCa::new("argo-results test CA");
-    let dir = tempfile::tempdir().expect("scratch directory");
+/// A server on `backend` serving HTTPS with a certificate of a CA made here, and that
+/// CA's file (in `dir`).
+async fn tls_server(backend: Backend, dir: &Path) -> (TestServer, PathBuf) {
+    let ca = TestCa::new("argo-results CLI test CA");
     let cert = ca.server_cert();
-    let (cert_file, key_file, ca_file) = (
-        dir.path().join("tls.crt"),
-        dir.path().join("tls.key"),
-        dir.path().join("ca.crt"),
-    );
+    let (cert_file, key_file, ca_file) =
+        (dir.join("tls.crt"), dir.join("tls.key"), dir.join("ca.crt"));
     std::fs::write(&cert_file, &cert.cert_pem).expect("cert");
     std::fs::write(&key_file, &cert.key_pem).expect("key");
     std::fs::write(&ca_file, ca.pem()).expect("ca");
@@ -609,6 +588,12 @@ async fn report_trusts_the_ca_file_for_tls(backend: Backend) {
         ])
         .start()
         .await;
+    (server, ca_file)
+}
+
+async fn report_trusts_the_ca_file_for_tls(backend: Backend) {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let (server, ca_file) = tls_server(backend, dir.path()).await;
     assert!(server.url().starts_with("https://"), "{}", server.url());
     let s = step(1);
     let token = token_file(dir.path(), &s);
@@ -806,12 +791,7 @@ async fn get_prints_tables_json_and_yaml(backend: Backend) {
     assert!(line_of(&fields, "phase").ends_with("Succeeded"), "{fields}");
 
     let missing = run(admin(&server, &["get", WF, "no-such-node", "-n", NS])).await;
-    assert_eq!(missing.status.code(), Some(3));
-    assert!(
-        stderr(&missing).contains("not_found"),
-        "{}",
-        stderr(&missing)
-    );
+    exits_saying(&missing, 3, "not_found");
 
     // The old form NAMESPACE/NAME still works, and says what to type instead.
     let old = run(admin(
@@ -831,12 +811,7 @@ async fn get_prints_tables_json_and_yaml(backend: Backend) {
         &["get", &format!("{NS}/{WF}"), "-n", "prod"],
     ))
     .await;
-    assert_eq!(clash.status.code(), Some(2), "{}", stderr(&clash));
-    assert!(
-        stderr(&clash).contains("-n says prod"),
-        "{}",
-        stderr(&clash)
-    );
+    exits_saying(&clash, 2, "-n says prod");
 
     // A workflow with no results in the namespace is not found, as a node is (exit 3).
     let elsewhere = run(admin(&server, &["get", WF, "-n", "prod"])).await;
@@ -848,12 +823,7 @@ async fn get_prints_tables_json_and_yaml(backend: Backend) {
         stderr(&elsewhere)
     );
     let nameless = run(admin(&server, &["get", "-n", NS])).await;
-    assert_eq!(nameless.status.code(), Some(2));
-    assert!(
-        stderr(&nameless).contains("argo-results list"),
-        "{}",
-        stderr(&nameless)
-    );
+    exits_saying(&nameless, 2, "argo-results list");
 }
 
 async fn list_shows_each_workflow_with_its_phase_and_summary(backend: Backend) {
@@ -1136,26 +1106,8 @@ async fn interactive_commands_fail_at_once_on_mistakes_and_say_what_to_do() {
 /// file that cannot be read each fail at once and say what to use.
 #[tokio::test]
 async fn tls_mistakes_fail_at_once_and_say_which_scheme_or_ca_to_use() {
-    let ca = TestCa::new("argo-results CLI test CA");
     let dir = tempfile::tempdir().expect("scratch directory");
-    let cert = ca.server_cert();
-    let (cert_file, key_file, ca_file) = (
-        dir.path().join("tls.crt"),
-        dir.path().join("tls.key"),
-        dir.path().join("ca.crt"),
-    );
-    std::fs::write(&cert_file, &cert.cert_pem).expect("cert");
-    std::fs::write(&key_file, &cert.key_pem).expect("key");
-    std::fs::write(&ca_file, ca.pem()).expect("ca");
-    let server = TestServer::builder(Backend::Sqlite)
-        .flags(&[
-            "--tls-cert",
-            cert_file.to_str().expect("path"),
-            "--tls-key",
-            key_file.to_str().expect("path"),
-        ])
-        .start()
-        .await;
+    let (server, ca_file) = tls_server(Backend::Sqlite, dir.path()).await;
     let address = server.url().trim_start_matches("https://").to_owned();
     let whoami = |more: &[&str]| admin(&server, &[&["whoami"], more].concat());
 
