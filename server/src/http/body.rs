@@ -16,61 +16,84 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use super::AppState;
 use super::error::ApiError;
 
-/// A body type's top-level fields, so that unknown and missing ones are reported by name.
+/// A body type's required top-level fields, so that missing ones are reported by name
+/// before the type is read (its known fields are serde's own: [`fields`]).
 pub trait RequestBody: DeserializeOwned {
-    const FIELDS: &'static [&'static str];
     const REQUIRED: &'static [&'static str];
 }
 
 impl RequestBody for ReportRequest {
-    const FIELDS: &'static [&'static str] = &[
-        "protocolVersion",
-        "workflowUid",
-        "podName",
-        "podUid",
-        "instanceId",
-        "sequence",
-        "final",
-        "outputs",
-        "progress",
-        "phase",
-        "message",
-    ];
     const REQUIRED: &'static [&'static str] =
         &["protocolVersion", "workflowUid", "podName", "podUid"];
 }
 
 impl RequestBody for ExpectationRequest {
-    const FIELDS: &'static [&'static str] = &["workflowUid", "podName", "podUid"];
     const REQUIRED: &'static [&'static str] = &["workflowUid", "podName"];
 }
 
 impl RequestBody for AbandonRequest {
-    const FIELDS: &'static [&'static str] = &["workflowUid", "reason"];
     const REQUIRED: &'static [&'static str] = &["workflowUid", "reason"];
 }
 
 impl RequestBody for ClaimRequest {
-    const FIELDS: &'static [&'static str] = &[
-        "cronWorkflowUid",
-        "scheduledTime",
-        "workflowName",
-        "leaseSeconds",
-    ];
     const REQUIRED: &'static [&'static str] = &["cronWorkflowUid", "scheduledTime", "workflowName"];
 }
 
 impl RequestBody for SettleRequest {
-    const FIELDS: &'static [&'static str] = &[
-        "cronWorkflowUid",
-        "scheduledTime",
-        "claimId",
-        "outcome",
-        "workflowUid",
-        "reason",
-    ];
     const REQUIRED: &'static [&'static str] =
         &["cronWorkflowUid", "scheduledTime", "claimId", "outcome"];
+}
+
+/// The field names serde's derive gives `T`, asked of `T` itself: the derive hands them
+/// to `deserialize_struct`, which this deserializer only records.
+fn fields<T: DeserializeOwned>() -> &'static [&'static str] {
+    let mut probe = FieldProbe(&[]);
+    let _ = T::deserialize(&mut probe);
+    probe.0
+}
+
+struct FieldProbe(&'static [&'static str]);
+
+/// The probe's only answer: it reads nothing (no allocation, unlike serde's value errors).
+#[derive(Debug)]
+struct Probed;
+
+impl std::fmt::Display for Probed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("field names only")
+    }
+}
+
+impl std::error::Error for Probed {}
+
+impl de::Error for Probed {
+    fn custom<M: std::fmt::Display>(_: M) -> Self {
+        Probed
+    }
+}
+
+impl<'de> de::Deserializer<'de> for &mut FieldProbe {
+    type Error = Probed;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Probed> {
+        Err(Probed)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Probed> {
+        self.0 = fields;
+        Err(Probed)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
 }
 
 /// A JSON request body of type `T`.
@@ -270,15 +293,13 @@ pub fn parse<T: RequestBody>(bytes: &[u8]) -> Result<T, ApiError> {
             "the body is not a JSON object",
         ));
     };
-    if let Some(unknown) = top_keys
-        .iter()
-        .find(|key| !T::FIELDS.contains(&key.as_str()))
-    {
+    let known = fields::<T>();
+    if let Some(unknown) = top_keys.iter().find(|key| !known.contains(&key.as_str())) {
         return Err(ApiError::new(
             ProblemCode::UnknownField,
             format!(
                 "unknown field {unknown:?}; known fields: {}",
-                T::FIELDS.join(", ")
+                known.join(", ")
             ),
         )
         .with_field(unknown.as_str()));
@@ -358,20 +379,23 @@ mod tests {
         )
         .expect("report");
         let report = serde_json::to_value(&report).expect("json");
-        assert_eq!(fields_of(report), sorted(ReportRequest::FIELDS));
+        assert_eq!(fields_of(report), sorted(fields::<ReportRequest>()));
         let expectation = ExpectationRequest {
             workflow_uid: "u".into(),
             pod_name: "p".into(),
             pod_uid: Some("q".into()),
         };
         let expectation = serde_json::to_value(expectation).expect("json");
-        assert_eq!(fields_of(expectation), sorted(ExpectationRequest::FIELDS));
+        assert_eq!(
+            fields_of(expectation),
+            sorted(fields::<ExpectationRequest>())
+        );
         let abandon = serde_json::to_value(AbandonRequest {
             workflow_uid: "u".into(),
             reason: "r".into(),
         })
         .expect("json");
-        assert_eq!(fields_of(abandon), sorted(AbandonRequest::FIELDS));
+        assert_eq!(fields_of(abandon), sorted(fields::<AbandonRequest>()));
         let claim = serde_json::to_value(ClaimRequest {
             cron_workflow_uid: "u".into(),
             scheduled_time: "t".into(),
@@ -379,7 +403,7 @@ mod tests {
             lease_seconds: Some(60),
         })
         .expect("json");
-        assert_eq!(fields_of(claim), sorted(ClaimRequest::FIELDS));
+        assert_eq!(fields_of(claim), sorted(fields::<ClaimRequest>()));
         let settle = serde_json::to_value(SettleRequest {
             cron_workflow_uid: "u".into(),
             scheduled_time: "t".into(),
@@ -389,7 +413,39 @@ mod tests {
             reason: Some("r".into()),
         })
         .expect("json");
-        assert_eq!(fields_of(settle), sorted(SettleRequest::FIELDS));
+        assert_eq!(fields_of(settle), sorted(fields::<SettleRequest>()));
+    }
+
+    /// The required lists are the OpenAPI document's (generated from the same types): for
+    /// a body of several shapes, what every shape requires.
+    #[test]
+    fn required_lists_match_the_document() {
+        let document: serde_json::Value =
+            serde_json::from_str(&crate::http::openapi_json()).expect("the document");
+        let schemas = &document["components"]["schemas"];
+        let required = |name: &str| -> Vec<String> {
+            let mut fields: Vec<String> = schemas[name]["required"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name} has a required list"))
+                .iter()
+                .map(|field| field.as_str().expect("a name").to_owned())
+                .collect();
+            fields.sort();
+            fields
+        };
+        assert_eq!(required("ReportRequest"), sorted(ReportRequest::REQUIRED));
+        assert_eq!(
+            required("ExpectationRequest"),
+            sorted(ExpectationRequest::REQUIRED)
+        );
+        assert_eq!(required("AbandonRequest"), sorted(AbandonRequest::REQUIRED));
+        assert_eq!(required("ClaimRequest"), sorted(ClaimRequest::REQUIRED));
+        let skipped = required("SettleSkipped");
+        let in_both: Vec<String> = required("SettleSubmitted")
+            .into_iter()
+            .filter(|field| skipped.contains(field))
+            .collect();
+        assert_eq!(in_both, sorted(SettleRequest::REQUIRED));
     }
 
     #[test]
