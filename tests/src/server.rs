@@ -688,6 +688,24 @@ impl TestServer {
     }
 }
 
+/// Runs the server binary to its end on a loopback port and a scratch data directory,
+/// with `args` after those: for start-up failures and `--help`. Its output, and its stderr
+/// as text.
+pub fn run_to_exit(args: &[&str]) -> (std::process::Output, String) {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let out = std::process::Command::new(binary("argo-results-server"))
+        .args(["--listen", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run argo-results-server");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stderr)
+}
+
 /// A loopback port that nothing listens on (until a test starts something there). It is
 /// taken below the kernel's ephemeral range, where the servers of other tests (started
 /// on port 0) cannot land on it in the meantime.

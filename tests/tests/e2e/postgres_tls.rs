@@ -4,7 +4,7 @@
 
 use argo_results_tests::fixtures::step;
 use argo_results_tests::private_postgres::PrivatePostgres;
-use argo_results_tests::server::binary;
+use argo_results_tests::server::run_to_exit;
 use argo_results_tests::tls::TestCa;
 use argo_results_tests::{Auth, Backend, TestServer};
 
@@ -36,15 +36,8 @@ async fn verify_full_with_the_ca_file_connects_and_a_wrong_ca_fails_at_once() {
     drop(server);
 
     let run = |database_url: &str| {
-        let out = std::process::Command::new(binary("argo-results-server"))
-            .args(["--listen", "127.0.0.1:0", "--auth", "none"])
-            .args(["--database-url", database_url, "--database-wait", "30s"])
-            .arg("--data-dir")
-            .arg(dir.path())
-            .env_remove("DATABASE_URL")
-            .output()
-            .expect("run argo-results-server");
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let args = ["--auth", "none", "--database-wait", "30s"];
+        let (out, stderr) = run_to_exit(&[&args[..], &["--database-url", database_url]].concat());
         println!("{stderr}");
         (out.status.code(), stderr)
     };

@@ -3,31 +3,14 @@
 //! store opens, every attempt is logged with the host and port and never the password,
 //! and each failure ends with its own exit status (listed in `--help`).
 
-use std::process::Output;
 use std::time::Duration;
 
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
-use argo_results_tests::server::{Db, binary, free_port};
+use argo_results_tests::server::{Db, free_port, run_to_exit};
 use argo_results_tests::{Auth, Backend, TestServer, eventually};
 
 const PASSWORD: &str = "s3cret-pw";
-
-/// Runs the server to its end with `args` (it is expected to fail at start).
-fn run_to_exit(args: &[&str]) -> (Output, String) {
-    let dir = tempfile::tempdir().expect("scratch directory");
-    let out = std::process::Command::new(binary("argo-results-server"))
-        .args(["--listen", "127.0.0.1:0", "--auth", "none"])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run argo-results-server");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    (out, stderr)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_started_before_its_database_waits_and_then_serves() {
@@ -131,7 +114,14 @@ async fn a_server_started_before_its_database_waits_and_then_serves() {
 fn a_database_that_never_comes_ends_the_server_with_exit_3() {
     let port = free_port();
     let url = format!("postgres://u:{PASSWORD}@127.0.0.1:{port}/db");
-    let (out, stderr) = run_to_exit(&["--database-url", &url, "--database-wait", "2s"]);
+    let (out, stderr) = run_to_exit(&[
+        "--auth",
+        "none",
+        "--database-url",
+        &url,
+        "--database-wait",
+        "2s",
+    ]);
     println!("{stderr}");
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
@@ -160,7 +150,7 @@ async fn migrations_that_fail_end_the_server_with_exit_4() {
     .expect("alter the recorded checksum");
     pool.close().await;
     server.terminate().await;
-    let (out, stderr) = run_to_exit(&["--database-url", server.database_url()]);
+    let (out, stderr) = run_to_exit(&["--auth", "none", "--database-url", server.database_url()]);
     println!("{stderr}");
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("migrations: "), "{stderr}");
@@ -168,7 +158,12 @@ async fn migrations_that_fail_end_the_server_with_exit_4() {
 
 #[test]
 fn a_url_of_no_known_scheme_is_refused_without_its_password() {
-    let (out, stderr) = run_to_exit(&["--database-url", &format!("postgresx://u:{PASSWORD}@h/db")]);
+    let (out, stderr) = run_to_exit(&[
+        "--auth",
+        "none",
+        "--database-url",
+        &format!("postgresx://u:{PASSWORD}@h/db"),
+    ]);
     println!("{stderr}");
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -184,7 +179,12 @@ fn a_sqlite_file_that_cannot_be_created_is_named() {
     let not_a_dir = dir.path().join("a-file");
     std::fs::write(&not_a_dir, "").expect("write");
     let path = not_a_dir.join("results.db");
-    let (out, stderr) = run_to_exit(&["--database-url", &format!("sqlite://{}", path.display())]);
+    let (out, stderr) = run_to_exit(&[
+        "--auth",
+        "none",
+        "--database-url",
+        &format!("sqlite://{}", path.display()),
+    ]);
     println!("{stderr}");
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -195,10 +195,7 @@ fn a_sqlite_file_that_cannot_be_created_is_named() {
 
 #[test]
 fn help_lists_the_exit_codes() {
-    let out = std::process::Command::new(binary("argo-results-server"))
-        .arg("--help")
-        .output()
-        .expect("--help");
+    let (out, _) = run_to_exit(&["--help"]);
     let help = String::from_utf8_lossy(&out.stdout);
     for line in [
         "Exit status:",
@@ -214,15 +211,8 @@ fn a_jwks_file_that_does_not_parse_is_named() {
     let dir = tempfile::tempdir().expect("scratch directory");
     let jwks = dir.path().join("jwks.json");
     std::fs::write(&jwks, "{}").expect("write");
-    let out = std::process::Command::new(binary("argo-results-server"))
-        .args(["--listen", "127.0.0.1:0", "--any-issuer", "--jwks-file"])
-        .arg(&jwks)
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env_remove("DATABASE_URL")
-        .output()
-        .expect("run argo-results-server");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let jwks_file = jwks.to_str().expect("a UTF-8 path");
+    let (out, stderr) = run_to_exit(&["--any-issuer", "--jwks-file", jwks_file]);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!(
