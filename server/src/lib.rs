@@ -297,18 +297,35 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         ),
         _ => None,
     };
+    // Kubelet and Prometheus need a few connections; a flood of the API's cannot take
+    // these.
     let operations = match config.metrics_listen {
-        Some(addr) => Some(
-            listener::bind(addr, OPERATIONS_CONNECTIONS)
-                .map_err(|source| StartError::Listen { addr, source })?,
-        ),
+        Some(addr) => {
+            let listener = listener::bind(addr, OPERATIONS_CONNECTIONS)
+                .map_err(|source| StartError::Listen { addr, source })?;
+            let limits = listener::Limits {
+                max_connections: connections.max_connections.min(OPERATIONS_CONNECTIONS),
+                max_per_peer: OPERATIONS_CONNECTIONS,
+                ..connections
+            };
+            Some((
+                listener,
+                Guard::new("metrics", limits, Arc::clone(&metrics)),
+            ))
+        }
         None => None,
     };
     // Probes answer from here on: a long wait for the database or a long migration is
     // not killed by the liveness probe, and readiness says not yet.
-    let starting =
-        http::starting::Starting::serve(&listener, tls.clone(), operations.as_ref(), &metrics)
-            .map_err(StartError::Serve)?;
+    let starting = http::starting::Starting::serve(
+        (&listener, &api_guard),
+        tls.clone(),
+        operations
+            .as_ref()
+            .map(|(listener, guard)| (listener, guard)),
+        &metrics,
+    )
+    .map_err(StartError::Serve)?;
     let database = argo_results_proto::redacted(&config.database_url());
     console::say(
         config.log_format,
@@ -363,16 +380,8 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         dev_banner(config.log_format, dev, &config.audience, scheme, addr)?;
     }
     let handle = axum_server::Handle::new();
-    if let Some(listener) = operations {
+    if let Some((listener, guard)) = operations {
         let addr = listener.local_addr().map_err(StartError::Serve)?;
-        // Kubelet and Prometheus need a few connections; a flood of the API's cannot
-        // take these.
-        let limits = listener::Limits {
-            max_connections: connections.max_connections.min(OPERATIONS_CONNECTIONS),
-            max_per_peer: OPERATIONS_CONNECTIONS,
-            ..connections
-        };
-        let guard = Guard::new("metrics", limits, Arc::clone(&metrics));
         let server = axum_server::from_tcp(listener)
             .map_err(StartError::Serve)?
             .acceptor(guard.clone());
@@ -413,7 +422,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
             let server = axum_server::from_tcp_rustls(listener, tls)
                 .map_err(StartError::Serve)?
                 .map(|tls| {
-                    tls.handshake_timeout(connections.header_timeout)
+                    tls.handshake_timeout(guard.header_timeout())
                         .acceptor(guard.clone())
                 });
             guard.configure(server).handle(handle).serve(app).await

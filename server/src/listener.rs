@@ -273,6 +273,11 @@ impl Guard {
 
     /// Applies the header timeouts to `server`, whose acceptor includes this guard, and
     /// logs its failed accepts.
+    /// The time a connection has for its TLS handshake and its first request's headers.
+    pub fn header_timeout(&self) -> Duration {
+        self.limits.header_timeout
+    }
+
     pub fn configure<A>(
         &self,
         mut server: Server<std::net::SocketAddr, A>,

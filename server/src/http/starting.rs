@@ -3,6 +3,7 @@
 //! liveness probe does not kill a long migration, and a pod's report is retried rather
 //! than refused.
 
+use std::net::TcpListener;
 use std::sync::Arc;
 
 use argo_results_proto::ProblemCode;
@@ -10,9 +11,11 @@ use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
+use axum_server::tls_rustls::RustlsConfig;
 
 use super::error::ApiError;
 use super::probes;
+use crate::listener::Guard;
 use crate::metrics::Metrics;
 
 /// The routes served until the store is open; `/metrics` where the full router will
@@ -53,34 +56,50 @@ pub struct Starting {
 
 impl Starting {
     /// Serves [`router`] on copies of the API listener (with `tls` when given) and of
-    /// the `--metrics-listen` one: the sockets stay open when these stop, so no
+    /// the `--metrics-listen` one, under the same guards as the full server (connection
+    /// caps, silent connections closed): the sockets stay open when these stop, so no
     /// connection is refused in between.
     pub fn serve(
-        api: &std::net::TcpListener,
-        tls: Option<axum_server::tls_rustls::RustlsConfig>,
-        operations: Option<&std::net::TcpListener>,
+        api: (&TcpListener, &Guard),
+        tls: Option<RustlsConfig>,
+        operations: Option<(&TcpListener, &Guard)>,
         metrics: &Arc<Metrics>,
     ) -> std::io::Result<Self> {
         let handle = axum_server::Handle::new();
         let mut served = Vec::new();
+        let (listener, guard) = api;
         let api_router = router(Arc::clone(metrics), operations.is_none()).into_make_service();
-        let api_server = axum_server::from_tcp(api.try_clone()?)?.handle(handle.clone());
         served.push(match tls {
             Some(tls) => {
-                let server = api_server.acceptor(axum_server::tls_rustls::RustlsAcceptor::new(tls));
+                let server = axum_server::from_tcp_rustls(listener.try_clone()?, tls)?.map(|tls| {
+                    tls.handshake_timeout(guard.header_timeout())
+                        .acceptor(guard.clone())
+                });
+                let serving = guard
+                    .configure(server)
+                    .handle(handle.clone())
+                    .serve(api_router);
                 tokio::spawn(async move {
-                    let _ = server.serve(api_router).await;
+                    let _ = serving.await;
                 })
             }
-            None => tokio::spawn(async move {
-                let _ = api_server.serve(api_router).await;
-            }),
+            None => {
+                let server = axum_server::from_tcp(listener.try_clone()?)?.acceptor(guard.clone());
+                let serving = guard
+                    .configure(server)
+                    .handle(handle.clone())
+                    .serve(api_router);
+                tokio::spawn(async move {
+                    let _ = serving.await;
+                })
+            }
         });
-        if let Some(listener) = operations {
-            let server = axum_server::from_tcp(listener.try_clone()?)?.handle(handle.clone());
+        if let Some((listener, guard)) = operations {
+            let server = axum_server::from_tcp(listener.try_clone()?)?.acceptor(guard.clone());
             let router = router(Arc::clone(metrics), true).into_make_service();
+            let serving = guard.configure(server).handle(handle.clone()).serve(router);
             served.push(tokio::spawn(async move {
-                let _ = server.serve(router).await;
+                let _ = serving.await;
             }));
         }
         Ok(Starting { handle, served })

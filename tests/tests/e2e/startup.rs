@@ -222,3 +222,61 @@ fn a_jwks_file_that_does_not_parse_is_named() {
         "{stderr}"
     );
 }
+
+/// While the store opens, the listeners keep their limits: a client without a token that
+/// opens many silent connections has them closed (3 s of silence), and the probes still
+/// answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_while_the_store_opens_keep_the_listeners_limits() {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let unreachable = format!("postgres://u@127.0.0.1:{}/db", free_port());
+    let starting = tokio::spawn(
+        TestServer::builder(Backend::Postgres)
+            .database_url(&unreachable)
+            .auth(Auth::None)
+            .flags(&[
+                "--listen",
+                &listen,
+                "--database-wait",
+                "60s",
+                "--max-open-connections",
+                "64",
+            ])
+            .start(),
+    );
+    let base = format!("http://{listen}");
+    let healthz = async || {
+        let answer = reqwest::get(format!("{base}/healthz")).await.ok()?;
+        (answer.status() == 200).then_some(())
+    };
+    eventually(
+        "the probes answer while the store opens",
+        Duration::from_secs(30),
+        healthz,
+    )
+    .await;
+    let silent: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| std::net::TcpStream::connect(&listen).expect("connect"))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let still_open = silent
+        .iter()
+        .filter(|socket| {
+            socket.set_nonblocking(true).expect("nonblocking");
+            let mut byte = [0u8; 1];
+            match std::io::Read::read(&mut &**socket, &mut byte) {
+                Ok(0) => false,
+                Err(error) => error.kind() == std::io::ErrorKind::WouldBlock,
+                Ok(_) => true,
+            }
+        })
+        .count();
+    println!("200 silent connections while the store opens: {still_open} open after 5 s");
+    assert_eq!(
+        still_open, 0,
+        "silent connections are closed while starting too"
+    );
+    assert!(healthz().await.is_some(), "the probes still answer");
+    starting.abort();
+}
