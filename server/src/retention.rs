@@ -23,7 +23,7 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-pub fn spawn(retention: Retention, store: Arc<dyn Store>, metrics: Arc<Metrics>) {
+pub fn spawn(retention: Retention, store: Arc<Store>, metrics: Arc<Metrics>) {
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(retention.every).await;

@@ -60,7 +60,7 @@ impl std::ops::Deref for AppState {
 
 #[derive(Debug)]
 pub struct Shared {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<Store>,
     pub auth: Authenticator,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,

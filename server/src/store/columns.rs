@@ -17,6 +17,22 @@ macro_rules! result_columns {
 }
 pub(super) use result_columns;
 
+/// What an upsert of `results` changes in a row that exists: every column but the key,
+/// `created_revision` and `created_at`.
+macro_rules! upsert_set {
+    () => {
+        " ON CONFLICT (namespace, workflow_uid, node_id) DO UPDATE SET \
+         workflow = excluded.workflow, pod_name = excluded.pod_name, \
+         pod_uid = excluded.pod_uid, instance_id = excluded.instance_id, \
+         state = excluded.state, phase = excluded.phase, message = excluded.message, \
+         progress = excluded.progress, outputs = excluded.outputs, \
+         sequence = excluded.sequence, revision = excluded.revision, \
+         updated_at = excluded.updated_at, completed_at = excluded.completed_at, \
+         abandon_reason = excluded.abandon_reason"
+    };
+}
+pub(super) use upsert_set;
+
 /// The columns of `cron_claims`, in the order [`claim`] reads them and the insert binds them.
 macro_rules! claim_columns {
     () => {

@@ -3,38 +3,38 @@
 //! Handlers validate and authorize; the store decides create / replay / stale / frozen / pod
 //! mismatch / expectation reset / abandon / delete / claim / settle, each in one transaction.
 //! The decisions are pure functions over the stored row, in the crate `argo-results-rules`
-//! (`server/rules`), shared by both backends, so both behave identically. Writes of many requests share a
-//! transaction ([`writer`]) without changing what any of them decides. Below the shared
-//! code, a [`backend::Backend`] runs the transactions on its native driver: [`postgres`]
-//! (production, many replicas) or [`sqlite`] (the embedded default, one replica).
+//! (`server/rules`), shared by both databases, so both behave identically.
 //!
-//! A write, top to bottom: [`NativeStore`](native::NativeStore) hands the rule to the
-//! [`writer`], whose batch the backend's `write_batch` runs (`postgres/write.rs`,
-//! `sqlite/write.rs`); [`notify`] then wakes the feed's watchers.
+//! [`Store`] runs on one of two databases ([`db::Db`]): [`postgres`] (production, many
+//! replicas) or [`sqlite`] (the embedded default, one replica). Most of their SQL is the
+//! same, so it is written once, in `sql/`, as inherent methods that each database's module
+//! compiles for its own type; [`db::Dialect`] lists what differs. A read goes from a
+//! [`Store`] method straight to its SQL there (`sql/read.rs`, `sql/claims.rs`).
 //!
-//! Reads, claims and deletions run the same SQL on both databases, so they are written
-//! once, in `sql/`, and compiled into each backend as its `read`, `claims`, `delete` and
-//! `backend_impl` (the [`backend::Backend`] impl) modules. There `super` is `postgres` or
-//! `sqlite`, whose `ThisBackend`, `Db`, `Pool`, `Connection`, `BEGIN_READ`, `BEGIN_WRITE`,
-//! `NOW` and `SELECT_CLAIM_LOCKED` say what differs.
+//! A write of a result goes through the [`writer`], which gathers the writes that arrive
+//! together into one transaction (group commit) and runs it top to bottom
+//! (`Writer::transaction`); [`notify`] then wakes the feed's watchers.
 
-mod api;
-mod backend;
 mod columns;
+mod db;
 mod error;
 mod model;
-mod native;
 mod notify;
 mod open;
 mod page;
 mod postgres;
 mod random;
 mod sqlite;
-mod statements;
 mod writer;
 
-pub use api::Store;
+use std::sync::Arc;
+use std::time::Instant;
+
+use argo_results_proto::{Claim, NodeResult};
+use tokio::sync::watch;
+
 pub use argo_results_rules::Stale;
+use argo_results_rules::Write;
 pub use argo_results_rules::merge::is_object;
 pub use argo_results_rules::{
     Expectation, NewClaim, Outcome, Report, ReportPolicy, ResultKey, Settled, Settlement, Written,
@@ -43,3 +43,180 @@ pub use error::{FailureKind, Refusal, StoreError};
 pub use model::{ClaimQuery, FeedChunk, ListQuery, PruneBefore};
 pub use open::{Opening, open};
 pub use writer::Batching;
+
+use crate::metrics::Metrics;
+use db::{Db, on_db};
+use error::StoreResult;
+use model::{ClaimPage, Pruned, ResultPage};
+use notify::{Changed, Notifier};
+use writer::Queue;
+
+/// Committed state of results and cron claims.
+#[derive(Debug)]
+pub struct Store {
+    db: Db,
+    /// The writer's inbox: reports, expectations and abandons.
+    writes: Queue,
+    notifier: Arc<Notifier>,
+    metrics: Arc<Metrics>,
+}
+
+impl Store {
+    /// Applies a wait container's report (docs/api.md, "2. Reporting a result").
+    pub async fn report(&self, key: ResultKey, report: Report) -> StoreResult<Written> {
+        self.measured(self.writes.submit(key, Write::Report(report)))
+            .await
+    }
+
+    /// Registers or resets an expected result (docs/api.md, "3. Controller operations").
+    pub async fn expect(&self, key: ResultKey, expectation: Expectation) -> StoreResult<Written> {
+        self.measured(self.writes.submit(key, Write::Expect(expectation)))
+            .await
+    }
+
+    /// Marks a result that will never complete as abandoned.
+    pub async fn abandon(&self, key: ResultKey, reason: String) -> StoreResult<Written> {
+        self.measured(self.writes.submit(key, Write::Abandon(reason)))
+            .await
+    }
+
+    /// Deletes every result of one workflow incarnation, leaving tombstones in the feed.
+    pub async fn delete_workflow(
+        &self,
+        namespace: String,
+        workflow: String,
+        workflow_uid: String,
+    ) -> StoreResult<u64> {
+        self.measured(async {
+            let deleted = on_db!(&self.db, |db| db
+                .delete_workflow(&namespace, &workflow, &workflow_uid)
+                .await)?;
+            let Some((deleted, head)) = deleted else {
+                return Ok(0);
+            };
+            self.notifier
+                .publish(head, Changed::In(&[namespace.as_str()]));
+            Ok(deleted)
+        })
+        .await
+    }
+
+    /// One result; the newest incarnation of the workflow name when `workflow_uid` is `None`.
+    pub async fn get(
+        &self,
+        namespace: String,
+        workflow: String,
+        node_id: String,
+        workflow_uid: Option<String>,
+    ) -> StoreResult<Option<NodeResult>> {
+        self.measured(async {
+            on_db!(&self.db, |db| db
+                .get(&namespace, &workflow, &node_id, workflow_uid.as_deref())
+                .await)
+        })
+        .await
+    }
+
+    pub async fn list(&self, query: ListQuery) -> StoreResult<ResultPage> {
+        self.measured(async { on_db!(&self.db, |db| db.list(query).await) })
+            .await
+    }
+
+    /// Changes with a revision above `since`, oldest first; `410 gone` unless `since` is
+    /// in the retained history of the store's epoch (`epoch`, when the reader says).
+    pub async fn feed(
+        &self,
+        since: i64,
+        epoch: Option<String>,
+        namespace: Option<String>,
+        limit: u32,
+    ) -> StoreResult<FeedChunk> {
+        let namespace = namespace.unwrap_or_default();
+        self.measured(async {
+            on_db!(&self.db, |db| db
+                .feed(since, epoch.as_deref(), &namespace, limit)
+                .await)
+        })
+        .await
+    }
+
+    /// Claims one tick of a cron workflow for a new holder, or takes it over from one whose
+    /// lease expired unsettled; one holder at a time, on any replica.
+    pub async fn claim(&self, claim: NewClaim) -> StoreResult<Claim> {
+        self.measured(async { on_db!(&self.db, |db| db.claim(&claim).await) })
+            .await
+    }
+
+    /// Records what the holder of a claim did with its tick.
+    pub async fn settle(&self, settlement: Settlement) -> StoreResult<Claim> {
+        self.measured(async { on_db!(&self.db, |db| db.settle(&settlement).await) })
+            .await
+    }
+
+    pub async fn claims(&self, query: ClaimQuery) -> StoreResult<ClaimPage> {
+        self.measured(async { on_db!(&self.db, |db| db.claims(query).await) })
+            .await
+    }
+
+    /// Removes, in batches, feed history recorded before `before.changes`, results
+    /// unchanged since `before.results`, and claims taken before `before.claims` that are
+    /// settled and not their cron workflow's newest settled one, or whose lease expired
+    /// unsettled before it (Unix milliseconds).
+    pub async fn prune(&self, before: PruneBefore) -> StoreResult<Pruned> {
+        self.measured(async {
+            let mut pruned = Pruned::default();
+            on_db!(&self.db, |db| {
+                while let Some((expired, head)) = db.expire_results(before.results).await? {
+                    self.notifier.publish(head, Changed::Anywhere);
+                    pruned.results += expired;
+                }
+                while let Some(deleted) = db.prune_changes(before.changes).await? {
+                    pruned.changes += deleted;
+                }
+                loop {
+                    let deleted = db.prune_claims(before.claims).await?;
+                    if deleted == 0 {
+                        break;
+                    }
+                    pruned.claims += deleted;
+                }
+            });
+            Ok(pruned)
+        })
+        .await
+    }
+
+    /// How many results are `expected` and `reporting` (not finished) across the store.
+    pub async fn pending(&self) -> StoreResult<(u64, u64)> {
+        self.measured(async { on_db!(&self.db, |db| db.pending().await) })
+            .await
+    }
+
+    /// The newest committed revision, updated after every commit of any replica that
+    /// changed `namespace` (`None`: any namespace).
+    pub fn revisions(&self, namespace: Option<&str>) -> watch::Receiver<i64> {
+        self.notifier.subscribe(namespace)
+    }
+
+    /// Checks that the database answers and the writer runs.
+    pub async fn ping(&self) -> StoreResult<()> {
+        self.measured(async {
+            if self.writes.stopped() {
+                return Err(StoreError::Stopped);
+            }
+            on_db!(&self.db, |db| db.head().await)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Times a store operation and counts its failures, for the store metrics.
+    async fn measured<T>(&self, work: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+        let started = Instant::now();
+        let result = work.await;
+        let failure = result.as_ref().err().and_then(StoreError::failure);
+        self.metrics
+            .store_operation(started.elapsed(), failure.map(|kind| kind.as_str()));
+        result
+    }
+}

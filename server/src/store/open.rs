@@ -1,5 +1,5 @@
-//! Opening the store a database URL names: its backend, its migrations, its writer and,
-//! on Postgres, the follower of other replicas' commits.
+//! Opening the store a database URL names: its database, its migrations, its epoch, its
+//! writer and, on Postgres, the follower of other replicas' commits.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,20 +7,14 @@ use std::time::Duration;
 use argo_results_proto::redacted;
 use argo_results_rules::ReportPolicy;
 
-use super::api::Store;
-use super::backend::Backend;
+use super::Store;
+use super::db::{Db, on_db};
 use super::error::{StoreError, StoreResult};
-use super::native::NativeStore;
 use super::notify::Notifier;
-use super::postgres::PgBackend;
-use super::sqlite::SqliteBackend;
-use super::writer::Batching;
+use super::postgres::Postgres;
+use super::sqlite::Sqlite;
+use super::writer::{Batching, Queue};
 use crate::metrics::Metrics;
-
-/// Why the epoch is renewed at start, if it is.
-fn renewal(new_epoch: bool) -> Option<&'static str> {
-    new_epoch.then_some("--new-epoch")
-}
 
 /// How the store is opened.
 #[derive(Debug, Clone, Copy)]
@@ -37,11 +31,7 @@ pub struct Opening {
 /// Connects to `postgres://...` (waiting for it, see [`Opening::wait`]) or
 /// `sqlite://PATH`, applies the migrations, settles the store's epoch and starts the
 /// writer, which judges reports by the policy.
-pub async fn open(
-    url: &str,
-    opening: Opening,
-    metrics: Arc<Metrics>,
-) -> StoreResult<Arc<dyn Store>> {
+pub async fn open(url: &str, opening: Opening, metrics: Arc<Metrics>) -> StoreResult<Arc<Store>> {
     let Opening {
         max_connections,
         wait,
@@ -49,20 +39,31 @@ pub async fn open(
         policy,
         new_epoch,
     } = opening;
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let backend = PgBackend::connect(url, max_connections, wait).await?;
-        backend.settle_epoch(renewal(new_epoch)).await?;
-        let notifier = Arc::new(Notifier::new(backend.head().await?));
-        backend.follow_commits(Arc::clone(&notifier)).await?;
-        let store = NativeStore::start(backend, batching, policy, notifier, metrics).await?;
-        Ok(Arc::new(store))
+    let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Db::from(Postgres::connect(url, max_connections, wait).await?)
     } else if let Some(path) = url.strip_prefix("sqlite://") {
-        let backend = SqliteBackend::connect(path, max_connections).await?;
-        backend.settle_epoch(renewal(new_epoch)).await?;
-        let notifier = Arc::new(Notifier::new(backend.head().await?));
-        let store = NativeStore::start(backend, batching, policy, notifier, metrics).await?;
-        Ok(Arc::new(store))
+        Db::from(Sqlite::connect(path, max_connections).await?)
     } else {
-        Err(StoreError::UnsupportedUrl(redacted(url)))
+        return Err(StoreError::UnsupportedUrl(redacted(url)));
+    };
+    let renewal = new_epoch.then_some("--new-epoch");
+    on_db!(&db, |db| db.settle_epoch(renewal).await)?;
+    let notifier = Arc::new(Notifier::new(on_db!(&db, |db| db.head().await)?));
+    if let Db::Postgres(db) = &db {
+        db.follow_commits(Arc::clone(&notifier)).await?;
     }
+    let writes = on_db!(&db, |db| Queue::start(
+        db.for_writer(),
+        batching,
+        policy,
+        Arc::clone(&notifier),
+        Arc::clone(&metrics),
+    )
+    .await)?;
+    Ok(Arc::new(Store {
+        db,
+        writes,
+        notifier,
+        metrics,
+    }))
 }

@@ -9,11 +9,11 @@
 //! order, on the row as the writes before it left it, and each caller is answered only
 //! after the commit, with the outcome its write alone would have had in that order.
 //!
-//! A write's path: the handler calls [`Queue::submit`]; `writer` gathers a batch;
-//! `write_batch` bounds it in time on the writer's connection; the backend's
-//! transaction locks the head and loads the rows, the rules' `plan` decides each write and
-//! assigns revisions, the backend stores the plan and commits; `writer` answers each
-//! caller.
+//! A write's path: the handler calls [`Queue::submit`]; [`Writer::run`] gathers a batch;
+//! `write_batch` bounds it in time; `transaction`, top to bottom, begins a transaction on
+//! the writer's connection, locks the head, loads the rows, lets the rules
+//! (`argo_results_rules::batch::plan`) decide each write and assign revisions, stores the
+//! batch and commits; `run` answers each caller.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -22,11 +22,9 @@ use std::time::{Duration, Instant};
 use argo_results_rules::batch::{self, RowKey};
 use argo_results_rules::clock::now_millis;
 use argo_results_rules::{ReportPolicy, ResultKey, Write, Written};
-use sqlx::Connection as _;
-use sqlx::pool::PoolConnection;
 use tokio::sync::{mpsc, oneshot};
 
-use super::backend::{ACQUIRE_TIMEOUT, Backend};
+use super::db::{ACQUIRE_TIMEOUT, Db, on_db};
 use super::error::{FailureKind, StoreError, StoreResult};
 use super::notify::{Changed, Notifier};
 use crate::metrics::Metrics;
@@ -43,9 +41,6 @@ pub struct Batching {
 /// The least time a batch is given, however long its writes waited for the one before.
 const MIN_BATCH_TIME: Duration = Duration::from_secs(1);
 
-/// A writer's connection idle longer than this is pinged before use.
-const IDLE_BEFORE_CHECK: Duration = Duration::from_secs(1);
-
 /// One write waiting for its transaction.
 struct Queued {
     key: ResultKey,
@@ -60,25 +55,24 @@ pub(super) struct Queue {
     sender: mpsc::Sender<Queued>,
 }
 
-/// What the writer needs besides its backend.
-struct Writer<B: Backend> {
-    backend: B,
+/// The writer, on its thread.
+struct Writer {
+    /// Its own database: a pool of one connection, kept between batches so that a batch
+    /// does not wait for the pool.
+    db: Db,
     /// How reports are judged.
     policy: ReportPolicy,
-    /// Its connection, kept between batches so that a batch does not wait for the pool,
-    /// and when it was last used.
-    connection: Option<(PoolConnection<B::Db>, Instant)>,
     notifier: Arc<Notifier>,
     metrics: Arc<Metrics>,
 }
 
 impl Queue {
-    /// Starts the writer on a thread and a runtime of its own, with a connection of its
-    /// own: every write waits for it, so it must not wait in line behind request handlers
-    /// for a turn on the server's threads. It runs until the queue is dropped, and judges
-    /// reports by `policy`.
-    pub(super) async fn start<B: Backend>(
-        backend: &B,
+    /// Starts the writer on a thread and a runtime of its own, with a database of its own
+    /// that `own` opens there: every write waits for the writer, so it must not wait in
+    /// line behind request handlers for a turn on the server's threads. It runs until the
+    /// queue is dropped, and judges reports by `policy`.
+    pub(super) async fn start<D: Into<Db>>(
+        own: impl Future<Output = StoreResult<D>> + Send + 'static,
         batching: Batching,
         policy: ReportPolicy,
         notifier: Arc<Notifier>,
@@ -87,7 +81,6 @@ impl Queue {
         // Requests in flight are bounded by --max-in-flight, so this rarely fills.
         let (sender, receiver) = mpsc::channel(batching.max.max(1) * 4);
         let (opened, open) = oneshot::channel();
-        let backend = backend.clone();
         std::thread::Builder::new()
             .name("group-commit".into())
             .spawn(move || {
@@ -102,13 +95,12 @@ impl Queue {
                     }
                 };
                 runtime.block_on(async move {
-                    match backend.own_connection().await {
-                        Ok(backend) => {
+                    match own.await {
+                        Ok(db) => {
                             let _ = opened.send(Ok(()));
                             let writer = Writer {
-                                backend,
+                                db: db.into(),
                                 policy,
-                                connection: None,
                                 notifier,
                                 metrics,
                             };
@@ -147,7 +139,7 @@ impl Queue {
     }
 }
 
-impl<B: Backend> Writer<B> {
+impl Writer {
     async fn run(mut self, mut queue: mpsc::Receiver<Queued>, batching: Batching) {
         loop {
             let batch = match queue.try_recv() {
@@ -209,12 +201,9 @@ impl<B: Backend> Writer<B> {
             .await
             .unwrap_or(Err(StoreError::TimedOut));
         if let Err(error) = &outcomes
-            && let Some((held, _)) = self.connection.take()
+            && on_db!(&mut self.db, |db| db.drop_kept())
         {
-            // Broken, mid-statement or in a failed transaction: closed without a
-            // goodbye (which could hang too), never handed back to the pool.
             tracing::debug!(%error, "the writer's connection is replaced");
-            drop(held.detach());
         }
         // The connection is gone by now (above), so the epoch has one to settle on.
         if let Err(StoreError::RolledBack { head, seen }) = outcomes {
@@ -226,7 +215,7 @@ impl<B: Backend> Writer<B> {
                 "the database's head went back: it was restored or replaced under the server"
             );
             let reason = "the database's head went back under the server";
-            outcomes = match self.backend.settle_epoch(Some(reason)).await {
+            outcomes = match on_db!(&self.db, |db| db.settle_epoch(Some(reason)).await) {
                 Ok(_) => {
                     self.notifier.rewind(head);
                     tokio::time::timeout_at(deadline.into(), self.transaction(writes))
@@ -239,28 +228,7 @@ impl<B: Backend> Writer<B> {
         outcomes
     }
 
-    /// The writer's connection, checked when it sat idle (the database may have restarted
-    /// since), or a new one.
-    async fn connection(&mut self) -> StoreResult<&mut PoolConnection<B::Db>> {
-        if let Some((held, used)) = &mut self.connection
-            && used.elapsed() > IDLE_BEFORE_CHECK
-            && let Err(error) = held.ping().await
-        {
-            tracing::info!(%error, "the writer's idle connection is replaced");
-            if let Some((held, _)) = self.connection.take() {
-                drop(held.detach());
-            }
-        }
-        if self.connection.is_none() {
-            self.connection = Some((self.backend.pool().acquire().await?, Instant::now()));
-        }
-        let Some((held, used)) = &mut self.connection else {
-            return Err(StoreError::Corrupt("the writer lost its connection".into()));
-        };
-        *used = Instant::now();
-        Ok(held)
-    }
-
+    /// Decides a batch of writes and commits what they wrote, in one transaction.
     async fn transaction(&mut self, queued: &[Queued]) -> StoreResult<Vec<StoreResult<Written>>> {
         let writes: Vec<(&ResultKey, &Write)> = queued.iter().map(|q| (&q.key, &q.write)).collect();
         // Each key once, in the order of its first write.
@@ -270,33 +238,36 @@ impl<B: Backend> Writer<B> {
             .map(|(key, _)| key.row_key())
             .filter(|id| seen.insert(*id))
             .collect();
-        let mut outcomes = Vec::new();
-        let backend = self.backend.clone();
-        let metrics = Arc::clone(&self.metrics);
-        let policy = self.policy;
         let seen = self.notifier.latest();
-        let connection = self.connection().await?;
-        let head = backend
-            .write_batch(&mut **connection, &keys, |head, stored| {
-                if head < seen {
-                    return Err(StoreError::RolledBack { head, seen });
+        let planned = on_db!(&mut self.db, |db| {
+            let mut tx = db.begin_kept().await?;
+            let head = tx.lock_head().await?;
+            if head < seen {
+                return Err(StoreError::RolledBack { head, seen });
+            }
+            let stored = tx.load(&keys).await?;
+            let planned = batch::plan(&writes, head, stored, &self.policy, now_millis())?;
+            self.metrics.batch_decided(writes.len());
+            match &planned.batch {
+                Some(batch) => {
+                    tx.store(batch).await?;
+                    tx.commit().await?;
                 }
-                let planned = batch::plan(&writes, head, stored, &policy, now_millis())?;
-                metrics.batch_decided(writes.len());
-                outcomes = planned.outcomes;
-                Ok(planned.batch)
-            })
-            .await?;
-        if let Some(head) = head {
+                None => tx.rollback().await?,
+            }
+            planned
+        });
+        if let Some(batch) = &planned.batch {
             let mut namespaces: Vec<&str> = writes
                 .iter()
                 .map(|(key, _)| key.namespace.as_str())
                 .collect();
             namespaces.sort_unstable();
             namespaces.dedup();
-            self.notifier.publish(head, Changed::In(&namespaces));
+            self.notifier.publish(batch.head, Changed::In(&namespaces));
         }
-        Ok(outcomes
+        Ok(planned
+            .outcomes
             .into_iter()
             .map(|outcome| outcome.map_err(StoreError::from))
             .collect())

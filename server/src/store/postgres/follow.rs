@@ -10,8 +10,8 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 
 use super::super::error::StoreResult;
 use super::super::notify::{Changed, Notifier};
-use super::super::statements::READ_HEAD;
 use super::channel;
+use super::read::READ_HEAD;
 
 const CHANNEL: &str = concat!("SELECT ", channel!());
 /// Pause before listening again after the connection failed.

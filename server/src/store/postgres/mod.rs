@@ -4,33 +4,35 @@
 //! and prepared once per connection, whatever the batch size, and each value is sent as
 //! itself (outputs as raw text), so the database parses nothing it stores.
 
-#[path = "../sql/backend_impl.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
-mod backend_impl;
 #[path = "../sql/claims.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
 mod claims;
 #[path = "../sql/delete.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
 mod delete;
 #[path = "../sql/epoch.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
 mod epoch;
 mod follow;
 #[path = "../sql/read.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
 mod read;
+#[path = "../sql/transaction.rs"]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
+mod transaction;
 mod wait;
 mod write;
 
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use sqlx::PgPool;
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-use super::backend::ACQUIRE_TIMEOUT;
 use super::columns::claim_columns;
+use super::db::{ACQUIRE_TIMEOUT, Dialect};
 use super::error::StoreResult;
 use super::notify::Notifier;
 
@@ -43,41 +45,42 @@ macro_rules! channel {
 }
 use channel;
 
-// What the transactions of `sql/` run on here.
-type ThisBackend = PgBackend;
-type Db = sqlx::Postgres;
-type Pool = PgPool;
-type Connection = sqlx::PgConnection;
-const BEGIN_WRITE: &str = "BEGIN";
-/// A snapshot that writers never wait for.
-const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-/// The database's clock in Unix milliseconds.
-const NOW: &str = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
-/// The database as it is now: a restore (a new timeline, or a new cluster) or a dump
-/// restored into it (a new table) changes it.
-const IDENTITY: &str = "SELECT s.system_identifier::text || '/' \
-     || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) || '/' \
-     || 'store_state'::regclass::oid::text FROM pg_control_system() AS s";
-/// Whether the database is still the one the server opened: a Postgres database cannot go
-/// unseen, since a dropped one refuses every connection (3D000).
-fn in_place(_: &PgBackend) -> StoreResult<()> {
-    Ok(())
-}
+/// The shared SQL of `sql/` runs on this.
+type This = Postgres;
 
-/// A tick's claim, its row locked until the transaction ends.
-const SELECT_CLAIM_LOCKED: &str = concat!(
-    "SELECT ",
-    claim_columns!(),
-    " FROM cron_claims WHERE cron_workflow_uid = $1 AND scheduled_time = $2 FOR UPDATE"
-);
-
-#[derive(Debug, Clone)]
-pub(super) struct PgBackend {
+#[derive(Debug)]
+pub(super) struct Postgres {
     pool: PgPool,
     options: PgConnectOptions,
+    /// The writer's connection and when it was last used (see `sql/transaction.rs`).
+    kept: Option<(PoolConnection<sqlx::Postgres>, Instant)>,
 }
 
-impl PgBackend {
+impl Dialect for Postgres {
+    type Db = sqlx::Postgres;
+    const BEGIN_WRITE: &'static str = "BEGIN";
+    /// A snapshot that writers never wait for.
+    const BEGIN_READ: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    const NOW: &'static str = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+    /// A restore (a new timeline, or a new cluster) or a dump restored into the database
+    /// (a new table) changes it.
+    const IDENTITY: &'static str = "SELECT s.system_identifier::text || '/' \
+     || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) || '/' \
+     || 'store_state'::regclass::oid::text FROM pg_control_system() AS s";
+    const SELECT_CLAIM_LOCKED: &'static str = concat!(
+        "SELECT ",
+        claim_columns!(),
+        " FROM cron_claims WHERE cron_workflow_uid = $1 AND scheduled_time = $2 FOR UPDATE"
+    );
+
+    /// A Postgres database cannot go unseen: a dropped one refuses every connection
+    /// (3D000).
+    fn in_place(&self) -> StoreResult<()> {
+        Ok(())
+    }
+}
+
+impl Postgres {
     /// Connects to `url`, waiting up to `wait` for it to come up, and applies the
     /// migrations.
     pub(super) async fn connect(
@@ -88,17 +91,31 @@ impl PgBackend {
         let options = PgConnectOptions::from_str(url)?;
         wait::until_reachable(&options, wait).await?;
         tracing::info!(database = %wait::target(&options), "applying migrations");
-        let backend = PgBackend {
+        let db = Postgres {
             pool: pool(&options, max_connections).await?,
             options,
+            kept: None,
         };
         // Replicas starting together serialize here: sqlx holds an advisory lock while
         // migrating.
         let mut migrator = sqlx::migrate!("../migrations/postgres");
         // Migrations only add, so an older release (a rollback) runs on a newer schema.
         migrator.set_ignore_missing(true);
-        migrator.run(&backend.pool).await?;
-        Ok(backend)
+        migrator.run(&db.pool).await?;
+        Ok(db)
+    }
+
+    /// The same database over a pool of one connection of its own, opened where the
+    /// future runs: on the runtime that will use it (the writer's).
+    pub(super) fn for_writer(&self) -> impl Future<Output = StoreResult<Self>> + Send + 'static {
+        let options = self.options.clone();
+        async move {
+            Ok(Postgres {
+                pool: pool(&options, 1).await?,
+                options,
+                kept: None,
+            })
+        }
     }
 
     /// Publishes the commits of every replica to `notifier` (see [`follow`]).

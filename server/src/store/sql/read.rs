@@ -1,27 +1,50 @@
-//! Reads: a page and its summary share one snapshot (`BEGIN_READ`).
+//! Reads: a result, a page and its summary (in one snapshot, `BEGIN_READ`), the feed, the
+//! head and the count of results not finished.
 //!
-//! Compiled once per backend (see `sql/` in the store's module doc): `super` is
-//! `postgres` or `sqlite`, which name the pool, connection and statements used here.
+//! Compiled once per database (see [`Dialect`]).
 
 use futures_util::TryStreamExt;
 
+use argo_results_proto::{NodeResult, ResultState, Summary};
 use argo_results_rules::Row;
-use argo_results_rules::feed::FeedBounds;
+use argo_results_rules::feed::{self, FeedBounds};
 
-use super::super::backend::FeedRead;
-use super::super::columns;
+use super::super::columns::{self, result_columns};
+use super::super::db::{ConnectionOf, Dialect};
 use super::super::error::{StoreError, StoreResult};
-use super::super::model::{ListQuery, ResultPage};
+use super::super::model::{FeedChunk, ListQuery, ResultPage};
 use super::super::page::{Filling, summarize};
-use super::super::statements::{
-    NEWEST_UID, PENDING, READ_HEAD_EPOCH, READ_PRUNED, SELECT_BY_KEY, SELECT_CHANGES, SELECT_PAGE,
-    SUMMARY,
-};
-use super::{BEGIN_READ, Connection, Pool};
-use argo_results_proto::{ResultState, Summary};
+use super::This;
+
+/// The head: the newest committed revision.
+pub(super) const READ_HEAD: &str = "SELECT revision FROM store_state WHERE id = 1";
+/// The head and the epoch its revisions belong to.
+const READ_HEAD_EPOCH: &str = "SELECT revision, epoch FROM store_state WHERE id = 1";
+const READ_PRUNED: &str = "SELECT pruned_revision FROM store_state WHERE id = 1";
+pub(super) const SELECT_BY_KEY: &str = concat!(
+    "SELECT ",
+    result_columns!(),
+    " FROM results WHERE namespace = $1 AND workflow_uid = $2 AND node_id = $3"
+);
+/// The newest incarnation of a workflow name: the UID whose first result is the newest.
+const NEWEST_UID: &str = "SELECT workflow_uid FROM results WHERE namespace = $1 \
+     AND workflow = $2 ORDER BY created_revision DESC LIMIT 1";
+const SELECT_PAGE: &str = concat!(
+    "SELECT ",
+    result_columns!(),
+    " FROM results WHERE namespace = $1 AND workflow_uid = $2 AND workflow = $3 \
+     AND node_id > $4 AND ($5 = '' OR state = $5) ORDER BY node_id LIMIT $6"
+);
+const SUMMARY: &str = "SELECT state, COUNT(*) FROM results \
+     WHERE namespace = $1 AND workflow_uid = $2 AND workflow = $3 GROUP BY state";
+const SELECT_CHANGES: &str = "SELECT revision, item FROM changes \
+     WHERE revision > $1 AND revision <= $2 AND ($3 = '' OR namespace = $3) \
+     ORDER BY revision LIMIT $4";
+const PENDING: &str = "SELECT state, COUNT(*) FROM results \
+     WHERE state IN ('expected', 'reporting') GROUP BY state";
 
 async fn newest_uid(
-    connection: &mut Connection,
+    connection: &mut ConnectionOf<This>,
     namespace: &str,
     workflow: &str,
 ) -> StoreResult<Option<String>> {
@@ -32,129 +55,159 @@ async fn newest_uid(
         .await?)
 }
 
-pub(super) async fn get(
-    pool: &Pool,
-    namespace: &str,
-    workflow: &str,
-    node_id: &str,
-    workflow_uid: Option<&str>,
-) -> StoreResult<Option<Row>> {
-    let mut connection = pool.acquire().await?;
-    let uid = match workflow_uid {
-        Some(uid) => uid.to_owned(),
-        None => match newest_uid(&mut connection, namespace, workflow).await? {
-            Some(uid) => uid,
-            None => return Ok(None),
-        },
-    };
-    Ok(sqlx::query(SELECT_BY_KEY)
-        .bind(namespace)
-        .bind(uid)
-        .bind(node_id)
-        .try_map(|row| columns::result(&row))
-        .fetch_optional(&mut *connection)
-        .await?)
-}
+impl This {
+    /// One result; of the newest incarnation of the workflow name when `workflow_uid` is
+    /// `None`.
+    pub(in crate::store) async fn get(
+        &self,
+        namespace: &str,
+        workflow: &str,
+        node_id: &str,
+        workflow_uid: Option<&str>,
+    ) -> StoreResult<Option<NodeResult>> {
+        let mut connection = self.pool.acquire().await?;
+        let uid = match workflow_uid {
+            Some(uid) => uid.to_owned(),
+            None => match newest_uid(&mut connection, namespace, workflow).await? {
+                Some(uid) => uid,
+                None => return Ok(None),
+            },
+        };
+        let row = sqlx::query(SELECT_BY_KEY)
+            .bind(namespace)
+            .bind(uid)
+            .bind(node_id)
+            .try_map(|row| columns::result(&row))
+            .fetch_optional(&mut *connection)
+            .await?;
+        // A UID names one incarnation of one workflow name.
+        Ok(row
+            .filter(|row| row.workflow == workflow)
+            .map(Row::into_api)
+            .transpose()?)
+    }
 
-pub(super) async fn list(pool: &Pool, query: ListQuery) -> StoreResult<ResultPage> {
-    let mut tx = pool.begin_with(BEGIN_READ).await?;
-    let (revision, epoch): (i64, String) =
-        sqlx::query_as(READ_HEAD_EPOCH).fetch_one(&mut *tx).await?;
-    let uid = match query.workflow_uid {
-        Some(uid) => Some(uid),
-        None => newest_uid(&mut tx, &query.namespace, &query.workflow).await?,
-    };
-    let mut page = ResultPage {
-        items: Vec::new(),
-        last_node_id: None,
-        revision,
-        epoch,
-        summary: Summary::default(),
-        workflow_uid: uid.clone(),
-        more: false,
-    };
-    let Some(uid) = uid else {
-        tx.rollback().await?;
-        return Ok(page);
-    };
-    let counts = sqlx::query_as(SUMMARY)
-        .bind(&query.namespace)
-        .bind(&uid)
-        .bind(&query.workflow)
-        .fetch_all(&mut *tx)
-        .await?;
-    page.summary = summarize(counts)?;
-    let state = query.state.map(ResultState::as_str).unwrap_or_default();
-    let mut filling = Filling::new(query.limit);
-    let mut after = query.after.unwrap_or_default();
-    while let Some(rows) = filling.next_round() {
-        let mut rows = sqlx::query(SELECT_PAGE)
+    /// A page and its summary, in one snapshot.
+    pub(in crate::store) async fn list(&self, query: ListQuery) -> StoreResult<ResultPage> {
+        let mut tx = self.pool.begin_with(This::BEGIN_READ).await?;
+        let (revision, epoch): (i64, String) =
+            sqlx::query_as(READ_HEAD_EPOCH).fetch_one(&mut *tx).await?;
+        let uid = match query.workflow_uid {
+            Some(uid) => Some(uid),
+            None => newest_uid(&mut tx, &query.namespace, &query.workflow).await?,
+        };
+        let mut page = ResultPage {
+            items: Vec::new(),
+            last_node_id: None,
+            revision,
+            epoch,
+            summary: Summary::default(),
+            workflow_uid: uid.clone(),
+            more: false,
+        };
+        let Some(uid) = uid else {
+            tx.rollback().await?;
+            return Ok(page);
+        };
+        let counts = sqlx::query_as(SUMMARY)
             .bind(&query.namespace)
             .bind(&uid)
             .bind(&query.workflow)
-            .bind(after.clone())
-            .bind(state)
-            .bind(rows as i64)
-            .try_map(|row| columns::result(&row))
-            .fetch(&mut *tx);
-        while let Some(row) = rows.try_next().await? {
-            let item = row.into_api()?;
-            let text = serde_json::to_string(&item)
-                .map_err(|e| StoreError::Corrupt(format!("result {}: {e}", item.node_id)))?;
-            let size = text.len();
-            if !filling.offer(text, size) {
-                break;
+            .fetch_all(&mut *tx)
+            .await?;
+        page.summary = summarize(counts)?;
+        let state = query.state.map(ResultState::as_str).unwrap_or_default();
+        let mut filling = Filling::new(query.limit);
+        let mut after = query.after.unwrap_or_default();
+        while let Some(rows) = filling.next_round() {
+            let mut rows = sqlx::query(SELECT_PAGE)
+                .bind(&query.namespace)
+                .bind(&uid)
+                .bind(&query.workflow)
+                .bind(after.clone())
+                .bind(state)
+                .bind(rows as i64)
+                .try_map(|row| columns::result(&row))
+                .fetch(&mut *tx);
+            while let Some(row) = rows.try_next().await? {
+                let item = row.into_api()?;
+                let text = serde_json::to_string(&item)
+                    .map_err(|e| StoreError::Corrupt(format!("result {}: {e}", item.node_id)))?;
+                let size = text.len();
+                if !filling.offer(text, size) {
+                    break;
+                }
+                after = item.node_id;
             }
-            after = item.node_id;
         }
+        tx.rollback().await?;
+        page.last_node_id = (!filling.items.is_empty()).then_some(after);
+        page.more = filling.more;
+        page.items = filling.items;
+        Ok(page)
     }
-    tx.rollback().await?;
-    page.last_node_id = (!filling.items.is_empty()).then_some(after);
-    page.more = filling.more;
-    page.items = filling.items;
-    Ok(page)
-}
 
-pub(super) async fn feed(
-    pool: &Pool,
-    since: i64,
-    namespace: &str,
-    limit: u32,
-) -> StoreResult<FeedRead> {
-    // The head is read first: every revision up to it has committed, so the changes
-    // read next hold all of them, and the head is a safe place to resume from.
-    let (head, epoch): (i64, String) = sqlx::query_as(READ_HEAD_EPOCH).fetch_one(pool).await?;
-    let mut filling = Filling::new(limit);
-    let mut last = since;
-    while let Some(rows) = filling.next_round() {
-        let mut rows = sqlx::query_as::<_, (i64, String)>(SELECT_CHANGES)
-            .bind(last)
-            .bind(head)
-            .bind(namespace)
-            .bind(rows as i64)
-            .fetch(pool);
-        while let Some((revision, item)) = rows.try_next().await? {
-            let size = item.len();
-            if !filling.offer(item, size) {
-                break;
+    /// Changes after `since` in revision order, up to the committed head; `410 gone`
+    /// unless `since` is in the retained history of the store's epoch (`epoch`, when the
+    /// reader says).
+    pub(in crate::store) async fn feed(
+        &self,
+        since: i64,
+        epoch: Option<&str>,
+        namespace: &str,
+        limit: u32,
+    ) -> StoreResult<FeedChunk> {
+        // The head is read first: every revision up to it has committed, so the changes
+        // read next hold all of them, and the head is a safe place to resume from.
+        let (head, current): (i64, String) = sqlx::query_as(READ_HEAD_EPOCH)
+            .fetch_one(&self.pool)
+            .await?;
+        let mut filling = Filling::new(limit);
+        let mut last = since;
+        while let Some(rows) = filling.next_round() {
+            let mut rows = sqlx::query_as::<_, (i64, String)>(SELECT_CHANGES)
+                .bind(last)
+                .bind(head)
+                .bind(namespace)
+                .bind(rows as i64)
+                .fetch(&self.pool);
+            while let Some((revision, item)) = rows.try_next().await? {
+                let size = item.len();
+                if !filling.offer(item, size) {
+                    break;
+                }
+                last = revision;
             }
-            last = revision;
         }
-    }
-    // Read after the changes: history pruned before that read, or during it, shows here.
-    let pruned: i64 = sqlx::query_scalar(READ_PRUNED).fetch_one(pool).await?;
-    Ok(FeedRead {
-        items: filling.items,
-        bounds: FeedBounds {
+        // Read after the changes: history pruned before that read, or during it, shows.
+        let pruned: i64 = sqlx::query_scalar(READ_PRUNED)
+            .fetch_one(&self.pool)
+            .await?;
+        let bounds = FeedBounds {
             head,
-            epoch,
+            epoch: current,
             last,
             more: filling.more,
             pruned,
-        },
-    })
-}
+        };
+        let revision = feed::next_since(since, epoch, &bounds)?;
+        Ok(FeedChunk {
+            items: filling.items,
+            revision,
+            epoch: bounds.epoch,
+        })
+    }
 
-pub(super) async fn pending(pool: &Pool) -> StoreResult<Vec<(String, i64)>> {
-    Ok(sqlx::query_as(PENDING).fetch_all(pool).await?)
+    /// How many results are `expected` and `reporting` (not finished).
+    pub(in crate::store) async fn pending(&self) -> StoreResult<(u64, u64)> {
+        let counts = sqlx::query_as(PENDING).fetch_all(&self.pool).await?;
+        let summary = summarize(counts)?;
+        Ok((summary.expected, summary.reporting))
+    }
+
+    /// The newest committed revision.
+    pub(in crate::store) async fn head(&self) -> StoreResult<i64> {
+        self.in_place()?;
+        Ok(sqlx::query_scalar(READ_HEAD).fetch_one(&self.pool).await?)
+    }
 }

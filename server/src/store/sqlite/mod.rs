@@ -5,57 +5,76 @@
 //! upgrades a read. Statements run a row at a time, prepared once per connection: there
 //! is no network round trip to save.
 
-#[path = "../sql/backend_impl.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
-mod backend_impl;
 #[path = "../sql/claims.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
 mod claims;
 #[path = "../sql/delete.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
 mod delete;
 #[path = "../sql/epoch.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
 mod epoch;
 #[path = "../sql/read.rs"]
-#[allow(clippy::duplicate_mod, reason = "one file, both backends")]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
 mod read;
+#[path = "../sql/transaction.rs"]
+#[allow(clippy::duplicate_mod, reason = "one file, both databases")]
+mod transaction;
 mod write;
 
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::SqlitePool;
+use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use super::backend::ACQUIRE_TIMEOUT;
+use super::columns::claim_columns;
+use super::db::{ACQUIRE_TIMEOUT, Dialect};
 use super::error::{StoreError, StoreResult};
-use super::statements::SELECT_CLAIM;
 
-// What the transactions of `sql/` run on here.
-type ThisBackend = SqliteBackend;
-type Db = sqlx::Sqlite;
-type Pool = SqlitePool;
-type Connection = sqlx::SqliteConnection;
-/// Takes the write lock at once.
-const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
-/// A snapshot: in WAL mode, writers never wait for it.
-const BEGIN_READ: &str = "BEGIN";
-/// The database's clock in Unix milliseconds.
-const NOW: &str = "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
-/// A file copied back tells nothing of it: a restore asks for a new epoch itself
-/// (`--new-epoch`).
-const IDENTITY: &str = "SELECT ''";
-/// A tick's claim: `BEGIN_WRITE` already holds the database's write lock.
-const SELECT_CLAIM_LOCKED: &str = SELECT_CLAIM;
+/// The shared SQL of `sql/` runs on this.
+type This = Sqlite;
 
-#[derive(Debug, Clone)]
-pub(super) struct SqliteBackend {
+#[derive(Debug)]
+pub(super) struct Sqlite {
     pool: SqlitePool,
     options: SqliteConnectOptions,
     file: Arc<DbFile>,
+    /// The writer's connection and when it was last used (see `sql/transaction.rs`).
+    kept: Option<(PoolConnection<sqlx::Sqlite>, Instant)>,
+}
+
+impl Dialect for Sqlite {
+    type Db = sqlx::Sqlite;
+    /// Takes the write lock at once.
+    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
+    /// A snapshot: in WAL mode, writers never wait for it.
+    const BEGIN_READ: &'static str = "BEGIN";
+    const NOW: &'static str = "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
+    /// A file copied back tells nothing of it: a restore asks for a new epoch itself
+    /// (`--new-epoch`).
+    const IDENTITY: &'static str = "SELECT ''";
+    /// `BEGIN_WRITE` already holds the database's write lock.
+    const SELECT_CLAIM_LOCKED: &'static str = concat!(
+        "SELECT ",
+        claim_columns!(),
+        " FROM cron_claims WHERE cron_workflow_uid = $1 AND scheduled_time = $2"
+    );
+
+    /// SQLite goes on writing to a file deleted or replaced under it, and what it then
+    /// acknowledges is gone with the next restart: a write or a probe finds it out first,
+    /// with a stat (about a microsecond), and the server answers `503` until the file is
+    /// put back.
+    fn in_place(&self) -> StoreResult<()> {
+        let file = &self.file;
+        match file_id(&file.path) {
+            Ok(id) if id == file.id => Ok(()),
+            _ => Err(StoreError::FileMoved(file.path.display().to_string())),
+        }
+    }
 }
 
 /// The database file as the server opened it.
@@ -77,18 +96,6 @@ impl DbFile {
 fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
     let metadata = std::fs::metadata(path)?;
     Ok((metadata.dev(), metadata.ino()))
-}
-
-/// Whether the database file is still the one the server opened. SQLite goes on writing
-/// to a file deleted or replaced under it, and what it then acknowledges is gone with the
-/// next restart: a write or a probe finds it out first, with a stat (about a microsecond),
-/// and the server answers `503` until the file is put back.
-fn in_place(backend: &SqliteBackend) -> StoreResult<()> {
-    let file = &backend.file;
-    match file_id(&file.path) {
-        Ok(id) if id == file.id => Ok(()),
-        _ => Err(StoreError::FileMoved(file.path.display().to_string())),
-    }
 }
 
 /// Creates the database file, if there is none, readable and writable by its owner only:
@@ -115,7 +122,7 @@ async fn pool(options: &SqliteConnectOptions, max_connections: u32) -> StoreResu
         .await?)
 }
 
-impl SqliteBackend {
+impl Sqlite {
     /// Opens the file at `path` (created if missing) and applies the migrations.
     pub(super) async fn connect(path: &str, max_connections: u32) -> StoreResult<Self> {
         let file_error = |error: StoreError| StoreError::File {
@@ -135,15 +142,31 @@ impl SqliteBackend {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10));
-        let backend = SqliteBackend {
+        let db = Sqlite {
             pool: pool(&options, max_connections).await.map_err(file_error)?,
             options,
             file: Arc::new(DbFile::open(path).map_err(file_error)?),
+            kept: None,
         };
         let mut migrator = sqlx::migrate!("../migrations/sqlite");
         // Migrations only add, so an older release (a rollback) runs on a newer schema.
         migrator.set_ignore_missing(true);
-        migrator.run(&backend.pool).await?;
-        Ok(backend)
+        migrator.run(&db.pool).await?;
+        Ok(db)
+    }
+
+    /// The same database over a pool of one connection of its own, opened where the
+    /// future runs: on the runtime that will use it (the writer's).
+    pub(super) fn for_writer(&self) -> impl Future<Output = StoreResult<Self>> + Send + 'static {
+        let options = self.options.clone();
+        let file = Arc::clone(&self.file);
+        async move {
+            Ok(Sqlite {
+                pool: pool(&options, 1).await?,
+                options,
+                file,
+                kept: None,
+            })
+        }
     }
 }

@@ -1,16 +1,14 @@
-//! The writing transactions on SQLite: a batch of the writer, and the recording of
-//! changes (the batch's, and deletions' tombstones).
-
-use sqlx::{Connection as _, Sqlite, SqliteConnection, Transaction};
+//! How a writing transaction loads and stores a batch on SQLite: a statement per row,
+//! each prepared once per connection (in-process, there is no round trip to save).
 
 use argo_results_rules::Row;
-use argo_results_rules::batch::{Batch, Change, RowKey};
+use argo_results_rules::batch::{Batch, RowKey};
 use argo_results_rules::clock::now_millis;
 
-use super::super::columns::{self, result_columns};
+use super::super::columns::{self, result_columns, upsert_set};
 use super::super::error::StoreResult;
-use super::super::statements::{LOCK_HEAD, SELECT_BY_KEY, upsert_set};
-use super::BEGIN_WRITE;
+use super::read::SELECT_BY_KEY;
+use super::transaction::WriteTransaction;
 
 const UPSERT: &str = concat!(
     "INSERT INTO results (",
@@ -23,77 +21,63 @@ const RECORD: &str =
     "INSERT INTO changes (revision, namespace, item, recorded_at) VALUES ($1, $2, $3, $4)";
 const SET_HEAD: &str = "UPDATE store_state SET revision = $1 WHERE id = 1";
 
-/// Runs one batch of the writer (see `Backend::write_batch`).
-pub(super) async fn batch<P>(
-    connection: &mut SqliteConnection,
-    keys: &[RowKey<'_>],
-    plan: P,
-) -> StoreResult<Option<i64>>
-where
-    P: FnOnce(i64, Vec<Row>) -> StoreResult<Option<Batch>>,
-{
-    let mut tx = connection.begin_with(BEGIN_WRITE).await?;
-    let head: i64 = sqlx::query_scalar(LOCK_HEAD).fetch_one(&mut *tx).await?;
-    let mut stored = Vec::with_capacity(keys.len());
-    for key in keys {
-        let row = sqlx::query(SELECT_BY_KEY)
-            .bind(key.namespace)
-            .bind(key.workflow_uid)
-            .bind(key.node_id)
-            .try_map(|row| columns::result(&row))
-            .fetch_optional(&mut *tx)
-            .await?;
-        stored.extend(row);
+impl WriteTransaction<'_> {
+    /// The stored rows of `keys`.
+    pub(in crate::store) async fn load(&mut self, keys: &[RowKey<'_>]) -> StoreResult<Vec<Row>> {
+        let mut stored = Vec::with_capacity(keys.len());
+        for key in keys {
+            let row = sqlx::query(SELECT_BY_KEY)
+                .bind(key.namespace)
+                .bind(key.workflow_uid)
+                .bind(key.node_id)
+                .try_map(|row| columns::result(&row))
+                .fetch_optional(&mut *self.tx)
+                .await?;
+            stored.extend(row);
+        }
+        Ok(stored)
     }
-    let Some(batch) = plan(head, stored)? else {
-        tx.rollback().await?;
-        return Ok(None);
-    };
-    for row in &batch.rows {
-        sqlx::query(UPSERT)
-            .bind(&row.namespace)
-            .bind(&row.workflow_uid)
-            .bind(&row.node_id)
-            .bind(&row.workflow)
-            .bind(&row.pod_name)
-            .bind(&row.pod_uid)
-            .bind(&row.instance_id)
-            .bind(row.state.as_str())
-            .bind(&row.phase)
-            .bind(&row.message)
-            .bind(&row.progress)
-            .bind(&row.outputs)
-            .bind(row.sequence)
-            .bind(row.revision)
-            .bind(row.created_revision)
-            .bind(row.created_at)
-            .bind(row.updated_at)
-            .bind(row.completed_at)
-            .bind(&row.abandon_reason)
-            .execute(&mut *tx)
-            .await?;
-    }
-    record_and_commit(tx, batch.head, &batch.changes).await?;
-    Ok(Some(batch.head))
-}
 
-/// Records `changes`, sets the head to `head` and commits.
-pub(super) async fn record_and_commit(
-    mut tx: Transaction<'_, Sqlite>,
-    head: i64,
-    changes: &[Change],
-) -> StoreResult<()> {
-    let now = now_millis();
-    for change in changes {
-        sqlx::query(RECORD)
-            .bind(change.revision)
-            .bind(&change.namespace)
-            .bind(&change.item)
-            .bind(now)
-            .execute(&mut *tx)
+    /// Stores `batch`: its rows, its changes and its head.
+    pub(in crate::store) async fn store(&mut self, batch: &Batch) -> StoreResult<()> {
+        for row in &batch.rows {
+            sqlx::query(UPSERT)
+                .bind(&row.namespace)
+                .bind(&row.workflow_uid)
+                .bind(&row.node_id)
+                .bind(&row.workflow)
+                .bind(&row.pod_name)
+                .bind(&row.pod_uid)
+                .bind(&row.instance_id)
+                .bind(row.state.as_str())
+                .bind(&row.phase)
+                .bind(&row.message)
+                .bind(&row.progress)
+                .bind(&row.outputs)
+                .bind(row.sequence)
+                .bind(row.revision)
+                .bind(row.created_revision)
+                .bind(row.created_at)
+                .bind(row.updated_at)
+                .bind(row.completed_at)
+                .bind(&row.abandon_reason)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        let now = now_millis();
+        for change in &batch.changes {
+            sqlx::query(RECORD)
+                .bind(change.revision)
+                .bind(&change.namespace)
+                .bind(&change.item)
+                .bind(now)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        sqlx::query(SET_HEAD)
+            .bind(batch.head)
+            .execute(&mut *self.tx)
             .await?;
+        Ok(())
     }
-    sqlx::query(SET_HEAD).bind(head).execute(&mut *tx).await?;
-    tx.commit().await?;
-    Ok(())
 }

@@ -1,0 +1,109 @@
+//! A writing transaction, as every write that moves the head runs it: `begin`,
+//! `lock_head`, then the database's own `load` and `store` (`write.rs`), `commit`.
+//!
+//! Compiled once per database (see [`Dialect`]).
+//!
+//! # Revisions in commit order: the serial section
+//!
+//! Every writing transaction first locks the single `store_state` row (`LOCK_HEAD`),
+//! assigns revisions after the head it read, sets the new head and commits; the lock is
+//! released only when the commit is durable. Writing transactions therefore commit one at
+//! a time, in revision order, and that is what lets a feed reader resume from revision R
+//! without ever missing a later commit numbered R or lower (docs/api.md, "5. Guarantees"):
+//! the feed reads the head first, and every revision up to it has committed.
+//!
+//! The lock stays. A write's answer carries its revision (docs/api.md, "2. Reporting a
+//! result"), so revisions are fixed before the commit; two transactions in flight at once
+//! could then commit in the opposite order of their revisions, and Postgres offers nothing
+//! but a lock held to the end of a transaction to order commits. The known ways around it
+//! change the contract: a sequence read back through a `pg_snapshot_xmin` horizon orders
+//! the feed by transaction, not by the revision a writer was answered, and a list page
+//! would no longer be a snapshot at its revision; numbering changes after they commit
+//! costs every write a second transaction (and fsync) before its answer. Two batches in
+//! flight would also have to lock the rows they share, since each decides on what the
+//! other writes.
+//!
+//! What it costs is bounded: one replica has one writer, which commits one batch at a time
+//! with or without the lock, and the writes that arrive during a commit's fsync form the
+//! next batch. The measurements are in docs/performance.md, "Why writes commit one at a
+//! time".
+
+use std::time::{Duration, Instant};
+
+use sqlx::{Connection as _, Transaction};
+
+use super::super::db::Dialect;
+use super::super::error::StoreResult;
+use super::This;
+
+/// The head, locked until the transaction ends: every writing transaction starts here.
+const LOCK_HEAD: &str =
+    "UPDATE store_state SET revision = revision WHERE id = 1 RETURNING revision";
+
+/// The writer's connection, idle longer than this, is pinged before use.
+const IDLE_BEFORE_CHECK: Duration = Duration::from_secs(1);
+
+/// One writing transaction of this database.
+pub(in crate::store) struct WriteTransaction<'c> {
+    pub(super) tx: Transaction<'c, <This as Dialect>::Db>,
+}
+
+impl This {
+    /// A writing transaction on a connection of the pool.
+    pub(super) async fn begin_write(&self) -> StoreResult<WriteTransaction<'static>> {
+        let tx = self.pool.begin_with(This::BEGIN_WRITE).await?;
+        Ok(WriteTransaction { tx })
+    }
+
+    /// A writing transaction on the writer's kept connection: checked when it sat idle
+    /// (the database may have restarted since), or a new one.
+    pub(in crate::store) async fn begin_kept(&mut self) -> StoreResult<WriteTransaction<'_>> {
+        self.in_place()?;
+        if let Some((held, used)) = &mut self.kept
+            && used.elapsed() > IDLE_BEFORE_CHECK
+            && let Err(error) = held.ping().await
+        {
+            tracing::info!(%error, "the writer's idle connection is replaced");
+            self.drop_kept();
+        }
+        let kept = match self.kept.take() {
+            Some(kept) => kept,
+            None => (self.pool.acquire().await?, Instant::now()),
+        };
+        let (held, used) = self.kept.insert(kept);
+        *used = Instant::now();
+        let tx = held.begin_with(This::BEGIN_WRITE).await?;
+        Ok(WriteTransaction { tx })
+    }
+
+    /// Closes the writer's connection, if it holds one, without a goodbye (which could
+    /// hang too), never handing it back to the pool: after a failure it may be broken,
+    /// mid-statement or in a failed transaction. Whether there was one.
+    pub(in crate::store) fn drop_kept(&mut self) -> bool {
+        let kept = self.kept.take();
+        if let Some((held, _)) = kept {
+            drop(held.detach());
+            return true;
+        }
+        false
+    }
+}
+
+impl WriteTransaction<'_> {
+    /// The head, locked until the transaction ends.
+    pub(in crate::store) async fn lock_head(&mut self) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(LOCK_HEAD)
+            .fetch_one(&mut *self.tx)
+            .await?)
+    }
+
+    pub(in crate::store) async fn commit(self) -> StoreResult<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+
+    pub(in crate::store) async fn rollback(self) -> StoreResult<()> {
+        self.tx.rollback().await?;
+        Ok(())
+    }
+}
