@@ -50,7 +50,8 @@ pub(super) use on_db;
 ///
 /// The rest of the SQL text is shared, beside the code that runs it.
 pub(super) trait Dialect {
-    type Db: sqlx::Database;
+    /// The sqlx driver.
+    type Driver: sqlx::Database;
     /// Begins a writing transaction.
     const BEGIN_WRITE: &'static str;
     /// Begins a read-only snapshot that writers never wait for.
@@ -67,7 +68,7 @@ pub(super) trait Dialect {
 }
 
 /// A connection to the database `D`.
-pub(super) type ConnectionOf<D> = <<D as Dialect>::Db as sqlx::Database>::Connection;
+pub(super) type ConnectionOf<D> = <<D as Dialect>::Driver as sqlx::Database>::Connection;
 
 /// How long a request may wait for a database connection before it is answered
 /// `503 unavailable`: an outage or an exhausted pool is reported within 5 s, never queued.

@@ -4,7 +4,7 @@ use argo_results_proto::{ResultState, Summary};
 
 use super::error::StoreError;
 
-/// What a page's items may weigh: API section 4 allows 8 MiB of JSON in a page, of which
+/// What a page's items may weigh: docs/api.md, "4. Reading", allows 8 MiB of JSON in a page, of which
 /// 4 KiB are kept for the page's envelope (summary, revision, continue token).
 const PAGE_ITEMS_BYTES: usize = (8 << 20) - 4096;
 /// Pages are read in rounds of rows, growing from the first to the last size: Postgres

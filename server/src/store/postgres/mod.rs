@@ -57,7 +57,7 @@ pub(super) struct Postgres {
 }
 
 impl Dialect for Postgres {
-    type Db = sqlx::Postgres;
+    type Driver = sqlx::Postgres;
     const BEGIN_WRITE: &'static str = "BEGIN";
     /// A snapshot that writers never wait for.
     const BEGIN_READ: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";

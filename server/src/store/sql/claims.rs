@@ -39,8 +39,8 @@ const LAST_SETTLED: &str = "SELECT MAX(scheduled_time) FROM cron_claims \
 
 type Query<'q> = sqlx::query::Query<
     'q,
-    <This as Dialect>::Db,
-    <<This as Dialect>::Db as sqlx::Database>::Arguments<'q>,
+    <This as Dialect>::Driver,
+    <<This as Dialect>::Driver as sqlx::Database>::Arguments<'q>,
 >;
 
 /// Binds what a takeover or a settle can change (`state` to `reason`, in the order of

@@ -45,7 +45,7 @@ const IDLE_BEFORE_CHECK: Duration = Duration::from_secs(1);
 
 /// One writing transaction of this database.
 pub(in crate::store) struct WriteTransaction<'c> {
-    pub(super) tx: Transaction<'c, <This as Dialect>::Db>,
+    pub(super) tx: Transaction<'c, <This as Dialect>::Driver>,
 }
 
 impl This {

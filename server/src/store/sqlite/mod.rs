@@ -48,7 +48,7 @@ pub(super) struct Sqlite {
 }
 
 impl Dialect for Sqlite {
-    type Db = sqlx::Sqlite;
+    type Driver = sqlx::Sqlite;
     /// Takes the write lock at once.
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     /// A snapshot: in WAL mode, writers never wait for it.
