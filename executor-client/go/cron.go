@@ -78,7 +78,7 @@ func (e *TickError) Unwrap() error { return e.Err }
 // checks of Argo's enforceRuntimePolicy) and says what it did.
 type SubmitFunc func(ctx context.Context, claim *Claim) (Submission, error)
 
-// RunTick runs one cron tick the safe way (API section 6): it claims the tick under a
+// RunTick runs one cron tick the safe way (docs/api.md section 6): it claims the tick under a
 // lease, runs submit with the claim if this controller now holds it, and settles with
 // what submit answered. A controller that dies in between loses its lease and the next
 // takes the tick over under the same workflow name, so the workflow is created once and

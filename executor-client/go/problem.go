@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Code is the machine-readable code of a refusal (API section 7). Compare it with
+// Code is the machine-readable code of a refusal (docs/api.md section 7). Compare it with
 // [CodeOf]: `argoresults.CodeOf(err) == argoresults.CodeAlreadyCompleted`.
 type Code string
 

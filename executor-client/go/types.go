@@ -8,7 +8,7 @@ import (
 // ProtocolVersion is the only report protocol version this package speaks.
 const ProtocolVersion = 1
 
-// ResultState is where a node's result stands (API section 1).
+// ResultState is where a node's result stands (docs/api.md section 1).
 type ResultState string
 
 // The states of a result. Completed and abandoned results are frozen.
@@ -102,7 +102,7 @@ type DeleteResponse struct {
 	Deleted uint64 `json:"deleted"`
 }
 
-// ReportRequest is the body of a report (API section 2). Empty optional fields are left
+// ReportRequest is the body of a report (docs/api.md section 2). Empty optional fields are left
 // out, and an absent field keeps the stored value. Outputs is sent byte for byte and is
 // merged onto the stored outputs as an RFC 7386 patch.
 type ReportRequest struct {
@@ -150,7 +150,7 @@ type PodRef struct {
 // Role is what a caller may do.
 type Role string
 
-// The roles of API section 8.
+// The roles of docs/api.md section 8.
 const (
 	RolePod        Role = "pod"
 	RoleReader     Role = "reader"

@@ -43,7 +43,7 @@ impl ResultState {
     }
 }
 
-/// One node's result (API section 1).
+/// One node's result (docs/api.md section 1).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]

@@ -1,4 +1,4 @@
-//! The field rules of API.md section 2 and Kubernetes naming, checked before anything is
+//! The field rules of docs/api.md section 2 and Kubernetes naming, checked before anything is
 //! stored. Each failure names the offending field by its JSON path.
 
 use argo_results_proto::{

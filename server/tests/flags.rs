@@ -1,4 +1,4 @@
-//! The server's command line: the flags of API.md section 9 and the start-up refusals that
+//! The server's command line: the flags of docs/api.md section 9 and the start-up refusals that
 //! keep it from ever serving a network without authentication.
 
 use std::process::{Command, Output};

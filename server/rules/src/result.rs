@@ -55,11 +55,11 @@ pub struct ReportPolicy {
 /// A write of a result row, as the writer queues it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Write {
-    /// A wait container's report (API section 2).
+    /// A wait container's report (docs/api.md section 2).
     Report(Report),
-    /// A controller's expectation (API section 3).
+    /// A controller's expectation (docs/api.md section 3).
     Expect(Expectation),
-    /// The controller gives up on the node, for this reason (API section 3).
+    /// The controller gives up on the node, for this reason (docs/api.md section 3).
     Abandon(String),
 }
 
@@ -237,7 +237,7 @@ fn decide_report(
     })
 }
 
-/// A wait container's report (API section 2).
+/// A wait container's report (docs/api.md section 2).
 pub fn report(
     current: Option<&Row>,
     key: &ResultKey,
@@ -264,7 +264,7 @@ pub fn report(
     decided.unwrap_or_else(Decision::from)
 }
 
-/// A controller's expectation (API section 3). A new pod (another name, or another UID)
+/// A controller's expectation (docs/api.md section 3). A new pod (another name, or another UID)
 /// resets a live row for that pod; a frozen row keeps its result.
 pub fn expect(
     current: Option<&Row>,

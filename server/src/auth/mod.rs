@@ -1,4 +1,4 @@
-//! Who is calling and what they may do (API section 8).
+//! Who is calling and what they may do (docs/api.md, "8. Authentication and roles").
 //!
 //! A bearer token is verified ([`Verifier`]): offline against a JWKS file or the dev key
 //! ([`keys`]), against the cluster's keys fetched through the Kubernetes API

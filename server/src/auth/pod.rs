@@ -1,4 +1,4 @@
-//! A pod may write only its own node's result (API section 8).
+//! A pod may write only its own node's result (docs/api.md, "8. Authentication and roles").
 
 use argo_results_proto::ReportRequest;
 

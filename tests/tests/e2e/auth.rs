@@ -1,4 +1,4 @@
-//! API section 8: tokens, roles and the pod rules, with `--jwks-file` validation.
+//! docs/api.md section 8: tokens, roles and the pod rules, with `--jwks-file` validation.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

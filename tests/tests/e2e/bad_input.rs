@@ -1,4 +1,4 @@
-//! API section 7: each applicable error code, and that nothing was written.
+//! docs/api.md section 7: each applicable error code, and that nothing was written.
 
 use argo_results_tests::fixtures::{NS, UID, WF, step};
 use argo_results_tests::tokens::{self, CONTROLLER};
@@ -360,7 +360,7 @@ async fn nul_and_oversized_text_are_422_on_both_backends(backend: Backend) {
         )
         .await;
     }
-    // `\u0000` inside outputs is data, kept exactly (API section 1).
+    // `\u0000` inside outputs is data, kept exactly (docs/api.md section 1).
     let mut body = valid_report();
     body["outputs"] = serde_json::json!({"result": "a\u{0}b"});
     let stored = server

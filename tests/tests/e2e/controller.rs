@@ -1,4 +1,4 @@
-//! API section 3: expectations, abandon and garbage collection.
+//! docs/api.md section 3: expectations, abandon and garbage collection.
 
 use argo_results_client::proto::{AbandonRequest, FeedItem, ProblemCode, ResultState};
 use argo_results_client::{FeedOptions, ListOptions};

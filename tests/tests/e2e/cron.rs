@@ -1,4 +1,4 @@
-//! API section 6: cron run claims under a lease, settled by their holder, taken over when
+//! docs/api.md section 6: cron run claims under a lease, settled by their holder, taken over when
 //! their holder dies, listed in pages, and pruned.
 //!
 //! Leases are expired by moving `lease_expires_at` back in the database, except in

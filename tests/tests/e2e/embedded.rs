@@ -1,4 +1,4 @@
-//! API section 9: the embedded default and its dev auth, and `--auth none`.
+//! docs/api.md section 9: the embedded default and its dev auth, and `--auth none`.
 
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::server::binary;

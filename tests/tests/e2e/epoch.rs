@@ -1,4 +1,4 @@
-//! API section 4: the store's epoch. Every list and feed page names it; a feed reader
+//! docs/api.md section 4: the store's epoch. Every list and feed page names it; a feed reader
 //! whose position is not in the store's history (ahead of its head, or read in another
 //! epoch) gets `410 gone` with the revision and epoch to resume from, never a page that
 //! would silently skip changes. `--new-epoch` starts a new one (the runbook's step after a

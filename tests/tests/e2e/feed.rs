@@ -1,4 +1,4 @@
-//! API section 4 and guarantee 2: the change feed.
+//! docs/api.md section 4 and guarantee 2: the change feed.
 
 use std::time::{Duration, Instant};
 

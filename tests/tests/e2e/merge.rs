@@ -1,4 +1,4 @@
-//! API section 2: `outputs` merged as an RFC 7386 merge patch until the result is frozen,
+//! docs/api.md section 2: `outputs` merged as an RFC 7386 merge patch until the result is frozen,
 //! as Argo's executor patches its task result. In a resource or data template `main`
 //! reports the parameters (`argoexec resource`, `ReportOutputs`), then `wait` the
 //! `main-logs` artifact (`ReportOutputsLogs`): both must survive.

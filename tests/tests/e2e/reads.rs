@@ -1,4 +1,4 @@
-//! API section 4: reading one result and a workflow's results.
+//! docs/api.md section 4: reading one result and a workflow's results.
 
 use argo_results_client::ListOptions;
 use argo_results_client::proto::{AbandonRequest, ProblemCode, ResultState};

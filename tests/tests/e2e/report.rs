@@ -1,4 +1,4 @@
-//! API section 2: the wait container's report.
+//! docs/api.md section 2: the wait container's report.
 
 use argo_results_client::proto::{ProblemCode, ResultState};
 use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
