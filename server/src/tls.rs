@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use axum_server::tls_rustls::RustlsConfig;
+use rustls::SignatureAlgorithm;
+use rustls::pki_types::PrivateKeyDer;
+use rustls::pki_types::pem::PemObject;
 
 /// How often the certificate files are checked for a change.
 const RELOAD_CHECK: Duration = Duration::from_secs(5);
@@ -14,9 +17,27 @@ fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
+/// Says, once, when the key is RSA: each new connection, which is each pod's, then costs
+/// the server about twice the CPU of an ECDSA P-256 key's handshake.
+fn note_rsa(key: &Path) {
+    let algorithm = PrivateKeyDer::from_pem_file(key)
+        .ok()
+        .and_then(|der| rustls::crypto::aws_lc_rs::sign::any_supported_type(&der).ok())
+        .map(|signer| signer.algorithm());
+    if algorithm == Some(SignatureAlgorithm::RSA) {
+        tracing::warn!(
+            key = %key.display(),
+            "the TLS key is RSA: every new connection (each pod opens one) costs about twice \
+             the server CPU of an ECDSA P-256 key's; cert-manager: privateKey: \
+             {{algorithm: ECDSA, size: 256}} (docs/operations.md, \"TLS\")"
+        );
+    }
+}
+
 /// Loads the PEM certificate chain and key, and keeps reloading them as they change.
 pub async fn serve_files(cert: PathBuf, key: PathBuf) -> std::io::Result<RustlsConfig> {
     let config = RustlsConfig::from_pem_file(&cert, &key).await?;
+    note_rsa(&key);
     let watched = config.clone();
     tokio::spawn(async move {
         let mut seen = (modified(&cert), modified(&key));

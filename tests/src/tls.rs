@@ -1,6 +1,9 @@
 //! A private certificate authority for TLS tests, made with rcgen on aws-lc-rs.
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+    PKCS_ECDSA_P256_SHA256, PKCS_RSA_SHA256, SignatureAlgorithm,
+};
 
 #[derive(Debug)]
 pub struct TestCa {
@@ -30,11 +33,21 @@ impl TestCa {
         self.issuer.pem()
     }
 
-    /// A certificate for `localhost` and `127.0.0.1`, issued by this CA.
+    /// A certificate for `localhost` and `127.0.0.1`, issued by this CA, with an ECDSA
+    /// P-256 key.
     pub fn server_cert(&self) -> ServerCert {
+        self.server_cert_for(&PKCS_ECDSA_P256_SHA256)
+    }
+
+    /// The same with an RSA-2048 key, cert-manager's default.
+    pub fn server_cert_rsa(&self) -> ServerCert {
+        self.server_cert_for(&PKCS_RSA_SHA256)
+    }
+
+    fn server_cert_for(&self, algorithm: &'static SignatureAlgorithm) -> ServerCert {
         let params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
             .expect("server params");
-        let key = KeyPair::generate().expect("server key");
+        let key = KeyPair::generate_for(algorithm).expect("server key");
         let cert = params
             .signed_by(&key, &self.issuer)
             .expect("server certificate");

@@ -834,6 +834,43 @@ async fn tls_is_served_and_reloaded_when_the_files_change() {
 }
 
 #[tokio::test]
+async fn an_rsa_tls_key_is_named_once_at_start_and_an_ecdsa_one_is_not() {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let ca = TestCa::new("CA");
+    let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let paths = [
+        cert_file.to_str().expect("path"),
+        key_file.to_str().expect("path"),
+    ];
+    let client = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca.pem().as_bytes()).expect("ca")])
+        .build()
+        .expect("client");
+    for (cert, warnings) in [(ca.server_cert_rsa(), 1), (ca.server_cert(), 0)] {
+        std::fs::write(&key_file, &cert.key_pem).expect("key");
+        std::fs::write(&cert_file, &cert.cert_pem).expect("cert");
+        let server = TestServer::builder(Backend::Sqlite)
+            .flags(&["--tls-cert", paths[0], "--tls-key", paths[1]])
+            .start()
+            .await;
+        let healthz = client
+            .get(format!("{}/healthz", server.url()))
+            .send()
+            .await
+            .expect("served over TLS");
+        assert_eq!(healthz.status(), 200);
+        let log = server.log();
+        assert_eq!(log.matches("the TLS key is RSA").count(), warnings, "{log}");
+        if warnings > 0 {
+            assert!(
+                log.contains("privateKey: {algorithm: ECDSA, size: 256}"),
+                "{log}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn the_audience_is_the_configured_one() {
     let server = TestServer::builder(Backend::Sqlite)
         .flags(&["--audience", "results.example"])
