@@ -18,11 +18,11 @@ quiesce() { sql -d postgres -c CHECKPOINT >/dev/null; sync; sleep 2; }
 build() {
   say "release build"
   cargo build --release --quiet -p argo-results-server -p argo-results-tests \
-    --bin argo-results-server --bin loadgen
+    --bin argo-results-server --bin loadgen --bin floor
 }
 build_loadgen() {
-  say "release build of loadgen"
-  cargo build --release --quiet -p argo-results-tests --bin loadgen
+  say "release build of loadgen and floor"
+  cargo build --release --quiet -p argo-results-tests --bin loadgen --bin floor
 }
 # One RS256 check (a 2048-bit RSA verification) as `openssl speed` measures it, in
 # verifications per second: the verify/s column, wherever this OpenSSL puts it (3.2 added

@@ -20,7 +20,8 @@
 #    answer every report 409 not_expected. The server's CPU time
 #    (utime + stime of /proc/PID/stat, read by loadgen when the measured seconds start
 #    and end) divided by the reports answered 2xx in them: server_cpu_us_per_report.
-#    Then three reports per pod for 10 s (the token cache at work).
+#    Then three reports per pod for 10 s (the token cache at work), and one report at a
+#    time over one keep-alive connection (lone reports: server_cpu_us_per_lone_report).
 # 2. The floor, on the same server: loadgen GETs /healthz at the same concurrency, and the
 #    server's CPU per request, plus one RS256 check as `openssl speed rsa2048` measures it
 #    (as floors.sh does), is floor_cpu_us_per_request; server_cpu_vs_floor is the ratio.
@@ -30,6 +31,14 @@
 #    same rows selected by pgbench (a prepared `SELECT * ... ORDER BY node_id LIMIT 1000`)
 #    with the server stopped, READ_DURATION each: list_ratio_vs_raw_select is the select
 #    rate over the API's (lower is better).
+# 3b. Pods as deployed: each simulated pod opens a fresh TLS 1.3 connection, sends one
+#    final report (or three: start, progress, final) and closes, 64 pods in flight and one
+#    at a time, on a server with an ECDSA P-256 and then an RSA-2048 certificate (loadgen
+#    `certs`: a private CA and the two). The floor: tests/src/bin/floor.rs (hyper and
+#    rustls as the server uses them, one fixed answer) takes the same fresh connections;
+#    its CPU per connection plus one RS256 check (each pod's token is new) is
+#    floor_cpu_us_per_pod_*. Plain fresh connections to /healthz, against the floor's
+#    plain ones: fresh_connection_vs_floor.
 # 4. pgbench: the same single-row upsert of the same ~1 KB outputs into the same results
 #    table, one transaction each, at the same concurrency (what one transaction per
 #    request can do at best).
@@ -82,6 +91,8 @@ fi
 say "server: $server_bin ($(stat -c %y "$server_bin" | cut -d. -f1))"
 loadgen_bin=target/release/loadgen
 "$loadgen_bin" keygen "$work/keys"
+"$loadgen_bin" certs "$work/certs"
+mkdir "$work/phases"
 
 # --- the service --------------------------------------------------------------------------
 say "argo-results-server on a fresh database; loadgen: $concurrency in flight, ${duration}s"
@@ -90,6 +101,7 @@ quiesce
 "$server_bin" --database-url "postgres://$pguser@$pghost:$pgport/$service_db" \
   --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local \
   --reader "$reader" --require-expectation=false --log-format json \
+  --max-answer-memory 1073741824 \
   >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 pids+=("$server_pid")
@@ -117,6 +129,11 @@ service=$("$loadgen_bin" run --url "http://127.0.0.1:$port" --key "$work/keys/si
 say "loadgen again, three reports per pod: the token cache at work (10 s)"
 per_pod=$("$loadgen_bin" run --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" \
   --concurrency "$concurrency" --duration 10 --warmup 2 --reports-per-node 3 --run-id per-pod)
+quiesce
+say "one report at a time on one keep-alive connection (lone reports, ${read_duration}s)"
+"$loadgen_bin" run --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" \
+  --concurrency 1 --duration "$read_duration" --warmup 2 --premint 20000 --run-id lone \
+  --server-pid "$server_pid" >"$work/phases/lone_report.json"
 # The peak is the reports': the lists below hold up to 64 pages of 1,000 results at once.
 kill "$rss_sampler" 2>/dev/null || true
 rss_kib=$(cat "$work/rss_kib" 2>/dev/null || echo 0)
@@ -147,6 +164,66 @@ list=$("$loadgen_bin" get --url "http://127.0.0.1:$port" --path "$list_path" \
   --concurrency "$concurrency" --duration "$read_duration" --server-pid "$server_pid")
 kill "$server_pid" 2>/dev/null || true
 wait "$server_pid" 2>/dev/null || true
+
+# --- pods as deployed: a fresh TLS connection each, against the floor's ------------------
+database_url="postgres://$pguser@$pghost:$pgport/$service_db"
+# Starts $@ (a server), waits until it listens, and sets listening_pid.
+start_listening() {
+  "$@" >"$work/listening.out" 2>"$work/listening.log" &
+  listening_pid=$!
+  pids+=("$listening_pid")
+  for _ in $(seq 1 100); do grep -q listening "$work/listening.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q listening "$work/listening.out" || { cat "$work/listening.log" >&2; exit 1; }
+}
+stop_listening() { kill "$listening_pid" 2>/dev/null || true; wait "$listening_pid" 2>/dev/null || true; }
+# loadgen $1 (run or get) into phase $2 against the listening server, with the rest.
+phase() {
+  local command=$1 name=$2
+  shift 2
+  quiesce
+  "$loadgen_bin" "$command" --duration "$read_duration" --warmup 2 --server-pid "$listening_pid" \
+    "$@" >"$work/phases/$name.json"
+}
+pod_flags=(--key "$work/keys/signing-key.pem" --fresh --ca "$work/certs/ca.pem")
+for kind in ecdsa rsa; do
+  say "pods on fresh TLS connections, $kind certificate: $concurrency in flight and one at a time"
+  start_listening "$server_bin" --database-url "$database_url" --listen "127.0.0.1:$((port + 1))" \
+    --tls-cert "$work/certs/$kind.crt" --tls-key "$work/certs/$kind.key" \
+    --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local \
+    --reader "$reader" --require-expectation=false --log-format json
+  url="https://127.0.0.1:$((port + 1))"
+  phase run "pods_$kind" --url "$url" "${pod_flags[@]}" --concurrency "$concurrency" \
+    --premint 60000 --run-id "pods-$kind"
+  if [[ $kind == ecdsa ]]; then
+    phase run pods_3_reports_ecdsa --url "$url" "${pod_flags[@]}" --concurrency "$concurrency" \
+      --premint 30000 --reports-per-node 3 --run-id pods-3-ecdsa
+    phase run lone_pod_ecdsa --url "$url" "${pod_flags[@]}" --concurrency 1 --premint 10000 \
+      --run-id lone-ecdsa
+  fi
+  stop_listening
+  say "the floor on fresh TLS connections, $kind certificate"
+  start_listening target/release/floor --listen "127.0.0.1:$((port + 2))" \
+    --tls-cert "$work/certs/$kind.crt" --tls-key "$work/certs/$kind.key"
+  url="https://127.0.0.1:$((port + 2))"
+  phase get "floor_$kind" --url "$url" --ca "$work/certs/ca.pem" --fresh --path / \
+    --concurrency "$concurrency"
+  if [[ $kind == ecdsa ]]; then
+    phase get floor_lone_ecdsa --url "$url" --ca "$work/certs/ca.pem" --fresh --path / \
+      --concurrency 1
+  fi
+  stop_listening
+done
+say "plain fresh connections: /healthz on the server, then the floor"
+start_listening "$server_bin" --database-url "$database_url" --listen "127.0.0.1:$((port + 1))" \
+  --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local \
+  --log-format json
+phase get fresh_server --url "http://127.0.0.1:$((port + 1))" --fresh --path /healthz \
+  --concurrency "$concurrency"
+stop_listening
+start_listening target/release/floor --listen "127.0.0.1:$((port + 2))"
+phase get fresh_floor --url "http://127.0.0.1:$((port + 2))" --fresh --path / \
+  --concurrency "$concurrency"
+stop_listening
 
 quiesce
 say "the same rows selected by pgbench, $concurrency clients, ${read_duration}s"
@@ -213,8 +290,9 @@ fi
 kill "${pids[-1]}" 2>/dev/null || true
 
 python3 - "$service" "$per_pod" "$pgbench_tps" "$etcd_wps" "$rss_kib" "$stored" "$concurrency" "$duration" \
-  "$healthz" "$list" "$select_tps" "$rsa_verifies" "$clock_ticks" "$read_duration" "$list_workflow" <<'PY'
-import json, sys
+  "$healthz" "$list" "$select_tps" "$rsa_verifies" "$clock_ticks" "$read_duration" "$list_workflow" \
+  "$work/phases" <<'PY'
+import json, os, sys
 service, per_pod = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 pgbench_tps, etcd_wps = float(sys.argv[3]), float(sys.argv[4])
 rss_mib = int(sys.argv[5]) / 1024
@@ -222,6 +300,7 @@ stored, concurrency, duration = int(sys.argv[6]), sys.argv[7], sys.argv[8]
 healthz, listing = json.loads(sys.argv[9]), json.loads(sys.argv[10])
 select_tps, rsa_verifies, clock_ticks = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13])
 read_duration, list_workflow = sys.argv[14], sys.argv[15]
+phases = {name[:-5]: json.load(open(os.path.join(sys.argv[16], name))) for name in os.listdir(sys.argv[16])}
 rps = service["rps"]
 
 def answered(summary):
@@ -238,7 +317,23 @@ rs256_us = 1e6 / rsa_verifies
 floor = cpu_healthz + rs256_us
 list_rps = listing["rps"]
 cpu_list_ms = cpu_us_per_request(listing) / 1000
-errors_all = sum(s["errors"] for s in (service, per_pod, healthz, listing))
+errors_all = sum(s["errors"] for s in (service, per_pod, healthz, listing, *phases.values()))
+
+def per_pod_us(name):
+    """The server's CPU per pod: per 2xx report, times the reports each pod sends."""
+    summary = phases[name]
+    return cpu_us_per_request(summary) * (summary.get("reports_per_node") or 1)
+
+lone_report = phases["lone_report"]
+cpu_lone_report = cpu_us_per_request(lone_report)
+pod_cpu = {kind: per_pod_us(f"pods_{kind}") for kind in ("ecdsa", "rsa")}
+pod_3_cpu = per_pod_us("pods_3_reports_ecdsa")
+lone_pod_cpu = per_pod_us("lone_pod_ecdsa")
+# The floor per pod: one fresh connection's CPU, plus the RS256 check of its new token.
+floor_pod = {kind: cpu_us_per_request(phases[f"floor_{kind}"]) + rs256_us for kind in ("ecdsa", "rsa")}
+floor_lone_pod = cpu_us_per_request(phases["floor_lone_ecdsa"]) + rs256_us
+fresh_server = cpu_us_per_request(phases["fresh_server"])
+fresh_floor = cpu_us_per_request(phases["fresh_floor"])
 
 rows = [
     ("argo-results (loadgen, final reports)", f"{rps:,.0f} req/s",
@@ -251,9 +346,21 @@ rows = [
      f"server CPU {cpu_healthz:.1f} µs per request, {read_duration} s, errors {healthz['errors']}"),
     ("one RS256 check (openssl speed)", f"{rs256_us:.1f} µs", f"{rsa_verifies:,.0f} verifications/s"),
     ("  floor: /healthz's CPU + RS256", f"{floor:.1f} µs", "per request"),
+    ("lone reports (one keep-alive connection)", f"{lone_report['rps']:,.0f} req/s",
+     f"server CPU {cpu_lone_report:.0f} µs each, p50 {lone_report['p50_ms']:.2f} ms, p99 {lone_report['p99_ms']:.2f} ms"),
+    *[(f"pods, fresh TLS, {kind}", f"{phases[f'pods_{kind}']['rps']:,.0f} pods/s",
+       f"server CPU {pod_cpu[kind]:.0f} µs per pod, floor {floor_pod[kind]:.0f} µs, "
+       f"p50 {phases[f'pods_{kind}']['p50_ms']:.2f} ms, p99 {phases[f'pods_{kind}']['p99_ms']:.2f} ms")
+      for kind in ("ecdsa", "rsa")],
+    ("  three reports per pod, ecdsa", f"{phases['pods_3_reports_ecdsa']['rps'] / 3:,.0f} pods/s",
+     f"server CPU {pod_3_cpu:.0f} µs per pod"),
+    ("  one pod at a time, ecdsa", f"{phases['lone_pod_ecdsa']['p50_ms']:.2f} ms",
+     f"p50 per pod; server CPU {lone_pod_cpu:.0f} µs per pod, floor {floor_lone_pod:.0f} µs"),
+    ("plain fresh connections, /healthz", f"{fresh_server:.0f} µs",
+     f"server CPU per connection; the floor's {fresh_floor:.0f} µs"),
     ("list 1,000 nodes through the API", f"{list_rps:,.1f} lists/s",
      f"{list_workflow}, p50 {listing['p50_ms']:.1f} ms, p99 {listing['p99_ms']:.1f} ms, "
-     f"{listing.get('body_bytes', 0) / 1e6:.2f} MB, server CPU {cpu_list_ms:.2f} ms each, errors {listing['errors']}"),
+     f"{listing.get('body_bytes', 0) / 1e6:.2f} MB, server CPU {cpu_list_ms:.2f} ms each, statuses {listing['statuses']}"),
     ("  the same rows, pgbench SELECT", f"{select_tps:,.1f} tps", f"{concurrency} clients, prepared, {read_duration} s"),
     ("pgbench single-row upsert", f"{pgbench_tps:,.0f} tps", f"{concurrency} clients"),
     ("etcd check perf --load=xl", f"{etcd_wps:,.0f} writes/s", "private etcd on loopback"),
@@ -285,6 +392,22 @@ summary = {
     "raw_select_tps": round(select_tps, 1),
     "list_ratio_vs_raw_select": round(select_tps / list_rps, 2) if list_rps else None,
     "errors_all_phases": errors_all,
+    "server_cpu_us_per_lone_report": round(cpu_lone_report, 1),
+    "lone_report_ms": lone_report["p50_ms"],
+    "server_cpu_us_per_pod_ecdsa": round(pod_cpu["ecdsa"], 1),
+    "server_cpu_us_per_pod_rsa": round(pod_cpu["rsa"], 1),
+    "pods_per_s_ecdsa": round(phases["pods_ecdsa"]["rps"], 1),
+    "pod_p99_ms_ecdsa": phases["pods_ecdsa"]["p99_ms"],
+    "server_cpu_us_per_pod_3_reports_ecdsa": round(pod_3_cpu, 1),
+    "server_cpu_us_per_lone_pod_ecdsa": round(lone_pod_cpu, 1),
+    "lone_pod_ms": phases["lone_pod_ecdsa"]["p50_ms"],
+    "floor_cpu_us_per_pod_ecdsa": round(floor_pod["ecdsa"], 1),
+    "floor_cpu_us_per_pod_rsa": round(floor_pod["rsa"], 1),
+    "floor_cpu_us_per_lone_pod_ecdsa": round(floor_lone_pod, 1),
+    "server_cpu_vs_floor_per_pod_ecdsa": round(pod_cpu["ecdsa"] / floor_pod["ecdsa"], 2),
+    "server_cpu_vs_floor_per_pod_rsa": round(pod_cpu["rsa"] / floor_pod["rsa"], 2),
+    "server_cpu_vs_floor_lone_pod_ecdsa": round(lone_pod_cpu / floor_lone_pod, 2),
+    "fresh_connection_vs_floor": round(fresh_server / fresh_floor, 2),
 }
 # The performance targets: for the benchmark only, never a test.
 targets = [
@@ -294,6 +417,10 @@ targets = [
     ("service_p99_ms", "<=", 25),
     ("server_rss_mib", "<=", 64),
     ("errors", "==", 0),
+    ("server_cpu_vs_floor_per_pod_ecdsa", "<=", 1.2),
+    ("server_cpu_vs_floor_per_pod_rsa", "<=", 1.2),
+    ("server_cpu_vs_floor_lone_pod_ecdsa", "<=", 1.5),
+    ("fresh_connection_vs_floor", "<=", 1.25),
 ]
 print(f"\n{'':40} {'measured':>18}   target")
 for key, op, target in targets:

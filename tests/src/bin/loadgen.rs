@@ -6,7 +6,9 @@
 //! instead and measures each request from the time it was due (no coordinated omission).
 //! Latencies go to an HDR histogram; the summary is one JSON object on stdout. `get` loads
 //! one GET path (`/healthz`, a list) the same way. With `--server-pid`, both also read the
-//! server's CPU time at the start and the end of the measured seconds.
+//! server's CPU time at the start and the end of the measured seconds. Both keep one
+//! connection per request in flight, or with `--fresh` open one per pod (`run`) or per
+//! request (`get`), over TLS to an `https://` URL, as each wait container opens its own.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,6 +18,7 @@ use std::time::Duration;
 
 use argo_results_proto::token::{PodIdentity, TokenClaims, pem_encode};
 use argo_results_proto::{PROTOCOL_VERSION, ReportRequest};
+use argo_results_tests::tls::TestCa;
 use aws_lc_rs::encoding::AsDer;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::rsa::{KeyPair, KeySize};
@@ -31,8 +34,11 @@ use hyper::{Request, Uri};
 use hyper_util::rt::TokioIo;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::value::RawValue;
 use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
 
 const KID: &str = "loadgen";
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
@@ -49,6 +55,10 @@ struct Cli {
 enum Command {
     /// Writes DIR/signing-key.pem and DIR/jwks.json (give the latter to --jwks-file).
     Keygen { dir: PathBuf },
+    /// Writes a private CA (DIR/ca.pem, for --ca) and two server certificates it issued
+    /// for 127.0.0.1 and localhost: DIR/ecdsa.{crt,key} (P-256) and DIR/rsa.{crt,key}
+    /// (RSA-2048, cert-manager's default).
+    Certs { dir: PathBuf },
     /// Prints the outputs each final report carries (for baselines with the same payload).
     Outputs,
     /// Sends reports and prints a JSON summary.
@@ -160,9 +170,8 @@ impl Signer {
 
 #[derive(Debug, Clone, clap::Args)]
 struct Run {
-    /// The server over plain HTTP, e.g. http://127.0.0.1:8080.
-    #[arg(long)]
-    url: String,
+    #[command(flatten)]
+    target: TargetArgs,
     /// The RSA key written by `keygen`.
     #[arg(long)]
     key: PathBuf,
@@ -178,6 +187,10 @@ struct Run {
     /// Requests per second on a fixed schedule instead of a closed loop.
     #[arg(long)]
     rate: Option<u64>,
+    /// Each pod on a fresh connection of its own, closed after its reports, as a wait
+    /// container opens one: over TLS, a handshake per pod.
+    #[arg(long)]
+    fresh: bool,
     /// Reports per node with one token: 1 sends the final report only; 3 sends started,
     /// progress and final, as Argo's wait container does.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10))]
@@ -206,9 +219,8 @@ struct Run {
 
 #[derive(Debug, Clone, clap::Args)]
 struct Get {
-    /// The server over plain HTTP, e.g. http://127.0.0.1:8080.
-    #[arg(long)]
-    url: String,
+    #[command(flatten)]
+    target: TargetArgs,
     /// Path and query, e.g. /healthz or
     /// /api/v1/namespaces/argo/workflows/W/results?limit=1000.
     #[arg(long)]
@@ -223,6 +235,9 @@ struct Get {
     /// Requests in flight at once (closed loop).
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
+    /// Each request on a fresh connection of its own, closed after its answer.
+    #[arg(long)]
+    fresh: bool,
     /// Measured time, in seconds.
     #[arg(long, default_value_t = 10)]
     duration: u64,
@@ -234,9 +249,85 @@ struct Get {
     server_pid: Option<u32>,
 }
 
+/// Where requests go.
+#[derive(Debug, Clone, clap::Args)]
+struct TargetArgs {
+    /// The server, http://host:port or https://host:port.
+    #[arg(long)]
+    url: String,
+    /// PEM certificates to trust for an https:// URL (the server's CA, as `certs` writes
+    /// it).
+    #[arg(long)]
+    ca: Option<PathBuf>,
+}
+
+/// A server to connect to, over TLS or not.
+#[derive(Clone)]
+struct Target {
+    /// host:port, for the Host header and to connect to.
+    authority: HeaderValue,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+impl Target {
+    fn new(args: &TargetArgs) -> Result<Target, Error> {
+        let wrong = || format!("--url {} is not http(s)://host:port", args.url);
+        let parsed: Uri = args.url.parse()?;
+        let (Some(scheme), Some(authority), "/") =
+            (parsed.scheme_str(), parsed.authority(), parsed.path())
+        else {
+            return Err(wrong().into());
+        };
+        if authority.port_u16().is_none() || authority.as_str().contains('@') {
+            return Err(wrong().into());
+        }
+        let tls = match (scheme, &args.ca) {
+            ("http", _) => None,
+            ("https", Some(ca)) => {
+                let mut roots = rustls::RootCertStore::empty();
+                for cert in CertificateDer::pem_file_iter(ca)? {
+                    roots.add(cert?)?;
+                }
+                let mut config = rustls::ClientConfig::builder()
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
+                config.alpn_protocols = vec![b"http/1.1".to_vec()];
+                let name = ServerName::try_from(authority.host().to_owned())?;
+                Some((TlsConnector::from(Arc::new(config)), name))
+            }
+            ("https", None) => return Err("an https:// --url needs --ca".into()),
+            _ => return Err(wrong().into()),
+        };
+        Ok(Target {
+            authority: HeaderValue::from_str(authority.as_str())?,
+            tls,
+        })
+    }
+
+    /// A new HTTP/1.1 connection, like a pod's own client: a lean client, so that the
+    /// load generator leaves the cores to the server it measures. It ends with an error,
+    /// with the server, or when its sender is dropped.
+    async fn connect(&self) -> Result<Connection, Error> {
+        let stream = tokio::net::TcpStream::connect(self.authority.to_str()?).await?;
+        stream.set_nodelay(true)?;
+        let Some((connector, name)) = &self.tls else {
+            let (sender, connection) =
+                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+            tokio::spawn(connection);
+            return Ok(sender);
+        };
+        let stream = connector.connect(name.clone(), stream).await?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(connection);
+        Ok(sender)
+    }
+}
+
 fn main() -> Result<(), Error> {
     match Cli::parse().command {
         Command::Keygen { dir } => keygen(&dir),
+        Command::Certs { dir } => certs(&dir),
         Command::Outputs => {
             println!("{}", argo_outputs());
             Ok(())
@@ -315,6 +406,17 @@ async fn catch_up(reader: Reader, since: i64) -> Result<serde_json::Value, Error
     }))
 }
 
+fn certs(dir: &std::path::Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir)?;
+    let ca = TestCa::new("loadgen CA");
+    std::fs::write(dir.join("ca.pem"), ca.pem())?;
+    for (name, cert) in [("ecdsa", ca.server_cert()), ("rsa", ca.server_cert_rsa())] {
+        std::fs::write(dir.join(format!("{name}.crt")), cert.cert_pem)?;
+        std::fs::write(dir.join(format!("{name}.key")), cert.key_pem)?;
+    }
+    Ok(())
+}
+
 fn keygen(dir: &std::path::Path) -> Result<(), Error> {
     std::fs::create_dir_all(dir)?;
     let pair = KeyPair::generate(KeySize::Rsa2048).map_err(|_| "cannot generate a key")?;
@@ -342,18 +444,8 @@ struct Pod {
     authorization: HeaderValue,
 }
 
-/// One keep-alive HTTP/1.1 connection per worker, like a pod's own client: a lean client,
-/// so that the load generator leaves the cores to the server it measures.
+/// One HTTP/1.1 connection of a worker ([`Target::connect`]).
 type Connection = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
-
-async fn connect(authority: &str) -> Result<Connection, Error> {
-    let stream = tokio::net::TcpStream::connect(authority).await?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    // The connection ends with an error or with the server; the next send reconnects.
-    tokio::spawn(connection);
-    Ok(sender)
-}
 
 struct Generator {
     /// Pods 0, 1, ... with their tokens minted before the run.
@@ -361,8 +453,7 @@ struct Generator {
     run: Run,
     run_id: String,
     signer: Signer,
-    /// host:port of `run.url`.
-    authority: HeaderValue,
+    target: Target,
     outputs: String,
 }
 
@@ -420,12 +511,12 @@ impl Generator {
     async fn send(&self, connection: &mut Option<Connection>, pod: &Pod, n: u64) -> u16 {
         let request = self.report(pod, n).map_err(Error::from).and_then(|body| {
             Ok(Request::put(&pod.path)
-                .header(HOST, &self.authority)
+                .header(HOST, &self.target.authority)
                 .header(AUTHORIZATION, &pod.authorization)
                 .header(CONTENT_TYPE, "application/json")
                 .body(Full::new(Bytes::from(body)))?)
         });
-        exchange(connection, &self.authority, request).await.0
+        exchange(connection, &self.target, request).await.0
     }
 }
 
@@ -434,7 +525,7 @@ impl Generator {
 /// could not be built or sent, or no answer within 30 s.
 async fn exchange(
     connection: &mut Option<Connection>,
-    authority: &HeaderValue,
+    target: &Target,
     request: Result<Request<Full<Bytes>>, Error>,
 ) -> (u16, u64) {
     let exchange = async {
@@ -450,7 +541,7 @@ async fn exchange(
         let sender = match kept {
             Some(sender) => connection.insert(sender),
             None => {
-                let mut fresh = connect(authority.to_str()?).await?;
+                let mut fresh = target.connect().await?;
                 fresh.ready().await?;
                 connection.insert(fresh)
             }
@@ -474,19 +565,6 @@ async fn exchange(
             *connection = None;
             (0, 0)
         }
-    }
-}
-
-/// host:port of an http://host:port URL, for the Host header and to connect to.
-fn authority(url: &str) -> Result<HeaderValue, Error> {
-    let parsed: Uri = url.parse()?;
-    match (parsed.scheme_str(), parsed.authority(), parsed.path()) {
-        (Some("http"), Some(authority), "/")
-            if authority.port_u16().is_some() && !authority.as_str().contains('@') =>
-        {
-            Ok(HeaderValue::from_str(authority.as_str())?)
-        }
-        _ => Err(format!("--url {url} is not http://host:port").into()),
     }
 }
 
@@ -697,14 +775,14 @@ async fn load(run: Run) -> Result<Summary, Error> {
             .unwrap_or_default();
         format!("bench-{millis}")
     });
-    let authority = authority(&run.url)?;
+    let target = Target::new(&run.target)?;
     let mut generator = Generator {
         minted: Vec::new(),
         outputs: argo_outputs(),
         run: run.clone(),
         run_id,
         signer,
-        authority,
+        target,
     };
     generator.minted = premint(&generator)?;
     let generator = Arc::new(generator);
@@ -763,6 +841,9 @@ async fn load(run: Run) -> Result<Summary, Error> {
                             tally.record(due, status);
                         }
                     }
+                    if generator.run.fresh {
+                        connection = None;
+                    }
                 }
             })
         })
@@ -785,10 +866,10 @@ async fn load(run: Run) -> Result<Summary, Error> {
     })
 }
 
-/// `get`: `--concurrency` workers, each on its own keep-alive connection, send GET
-/// `--path` one after the other until the time is up.
+/// `get`: `--concurrency` workers, each on its own keep-alive connection (or a fresh one
+/// per request), send GET `--path` one after the other until the time is up.
 async fn load_get(get: Get) -> Result<Summary, Error> {
-    let authority = authority(&get.url)?;
+    let target = Target::new(&get.target)?;
     let authorization = match &get.key {
         Some(key) => {
             let claims =
@@ -804,8 +885,12 @@ async fn load_get(get: Get) -> Result<Summary, Error> {
     let cpu = cpu_window(get.server_pid, measure_from, end);
     let workers: Vec<_> = (0..get.concurrency)
         .map(|_| {
-            let (path, authority, authorization) =
-                (get.path.clone(), authority.clone(), authorization.clone());
+            let (path, target, authorization, fresh) = (
+                get.path.clone(),
+                target.clone(),
+                authorization.clone(),
+                get.fresh,
+            );
             tokio::spawn(async move {
                 let mut tally = Tally::new();
                 let mut connection = None;
@@ -814,15 +899,18 @@ async fn load_get(get: Get) -> Result<Summary, Error> {
                     if due >= end {
                         return tally;
                     }
-                    let mut request = Request::get(path.as_str()).header(HOST, &authority);
+                    let mut request = Request::get(path.as_str()).header(HOST, &target.authority);
                     if let Some(authorization) = &authorization {
                         request = request.header(AUTHORIZATION, authorization);
                     }
                     let request = request.body(Full::default()).map_err(Error::from);
-                    let (status, bytes) = exchange(&mut connection, &authority, request).await;
+                    let (status, bytes) = exchange(&mut connection, &target, request).await;
                     if due >= measure_from {
                         tally.record(due, status);
                         tally.bytes += bytes;
+                    }
+                    if fresh {
+                        connection = None;
                     }
                 }
             })
