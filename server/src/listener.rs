@@ -305,6 +305,11 @@ impl<S> Accept<TcpStream, S> for Guard {
             Ok(address) => address.ip(),
             Err(error) => return std::future::ready(Err(error)),
         };
+        // Answers leave as they are written. With Nagle's algorithm on, a TLS answer's
+        // second record waited for the client's delayed ACK: 40 ms more for every pod.
+        if let Err(error) = stream.set_nodelay(true) {
+            return std::future::ready(Err(error));
+        }
         let activity = Arc::new(Activity::new());
         let id = match self.admit(peer, &activity) {
             Ok(id) => id,
@@ -591,5 +596,33 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn accepted_connections_send_without_delay() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let _client = TcpStream::connect(address).await.expect("connect");
+        let (accepted, _) = listener.accept().await.expect("accept");
+        assert!(
+            !accepted.nodelay().expect("TCP_NODELAY"),
+            "the kernel's default"
+        );
+        let limits = Limits {
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 8,
+            max_per_peer: 8,
+        };
+        let guard = Guard::new("api", limits, Arc::new(Metrics::new()));
+        let (stream, _) = guard.accept(accepted, ()).await.expect("admitted");
+        assert!(stream.inner.nodelay().expect("TCP_NODELAY"));
     }
 }
