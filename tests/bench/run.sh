@@ -9,8 +9,8 @@
 # build (only loadgen is built then): build an older commit in a scratch clone and pass its
 # binary to measure "before" with the same script and the same load generator. It must take
 # the flags used below (--database-url, --listen, --jwks-file, --issuer, --reader,
-# --require-expectation, --log-format), and its schema must be the one of
-# migrations/postgres/ here.
+# --require-expectation, --log-format, --max-answer-memory, --tls-cert, --tls-key), and
+# its schema must be the one of migrations/postgres/ here.
 #
 # 1. argo-results-server (release, --jwks-file) on a fresh database, loaded by loadgen:
 #    closed loop, distinct nodes, one final report each with its pod's own token (minted
