@@ -292,6 +292,9 @@ impl Target {
                     .with_root_certificates(roots)
                     .with_no_client_auth();
                 config.alpn_protocols = vec![b"http/1.1".to_vec()];
+                // Every wait container is a new process with no session to resume: each
+                // connection pays the whole handshake, the certificate's signature too.
+                config.resumption = rustls::client::Resumption::disabled();
                 let name = ServerName::try_from(authority.host().to_owned())?;
                 Some((TlsConnector::from(Arc::new(config)), name))
             }
