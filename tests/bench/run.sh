@@ -39,6 +39,12 @@
 #    its CPU per connection plus one RS256 check (each pod's token is new) is
 #    floor_cpu_us_per_pod_*. Plain fresh connections to /healthz, against the floor's
 #    plain ones: fresh_connection_vs_floor.
+# 3c. Visibility: the same pods (ECDSA, 64 in flight) while a controller follows the change
+#    feed of a second replica on the same database, so that each change crosses a Postgres
+#    notification: the Rust Reconciler, then the Go Follower (tests/bench/follower, built
+#    with .ci/go). From each final report's 2xx to the controller holding it completed:
+#    visible_p50_ms, visible_p99_ms, visible_max_ms (the slower follower's; each's as
+#    visible_*_ms_rust and _go) and visible_never_seen (not held 10 s after the load).
 # 4. pgbench: the same single-row upsert of the same ~1 KB outputs into the same results
 #    table, one transaction each, at the same concurrency (what one transaction per
 #    request can do at best).
@@ -90,6 +96,8 @@ else
 fi
 say "server: $server_bin ($(stat -c %y "$server_bin" | cut -d. -f1))"
 loadgen_bin=target/release/loadgen
+say "the Go follower (tests/bench/follower) for the visibility phases"
+.ci/go -C tests/bench/follower build -o "$work/follower" .
 "$loadgen_bin" keygen "$work/keys"
 "$loadgen_bin" certs "$work/certs"
 mkdir "$work/phases"
@@ -199,6 +207,25 @@ for kind in ecdsa rsa; do
       --premint 30000 --reports-per-node 3 --run-id pods-3-ecdsa
     phase run lone_pod_ecdsa --url "$url" "${pod_flags[@]}" --concurrency 1 --premint 10000 \
       --run-id lone-ecdsa
+    say "visibility: the same pods, and a controller following a second replica's feed"
+    "$server_bin" --database-url "$database_url" --listen "127.0.0.1:$((port + 3))" \
+      --tls-cert "$work/certs/$kind.crt" --tls-key "$work/certs/$kind.key" \
+      --jwks-file "$work/keys/jwks.json" --issuer https://kubernetes.default.svc.cluster.local \
+      --reader "$reader" --require-expectation=false --log-format json \
+      >"$work/replica.out" 2>"$work/replica.log" &
+    replica_pid=$!
+    pids+=("$replica_pid")
+    for _ in $(seq 1 100); do grep -q listening "$work/replica.out" 2>/dev/null && break; sleep 0.1; done
+    grep -q listening "$work/replica.out" || { cat "$work/replica.log" >&2; exit 1; }
+    for follower in rust go; do
+      command=rust
+      [[ $follower == go ]] && command=$work/follower
+      phase run "visible_$follower" --url "$url" "${pod_flags[@]}" --concurrency "$concurrency" \
+        --premint 30000 --run-id "visible-$follower" \
+        --visible-via "https://127.0.0.1:$((port + 3))" --follower "$command"
+    done
+    kill "$replica_pid" 2>/dev/null || true
+    wait "$replica_pid" 2>/dev/null || true
   fi
   stop_listening
   say "the floor on fresh TLS connections, $kind certificate"
@@ -333,6 +360,7 @@ lone_pod_cpu = per_pod_us("lone_pod_ecdsa")
 floor_pod = {kind: cpu_us_per_request(phases[f"floor_{kind}"]) + rs256_us for kind in ("ecdsa", "rsa")}
 floor_lone_pod = cpu_us_per_request(phases["floor_lone_ecdsa"]) + rs256_us
 fresh_server = cpu_us_per_request(phases["fresh_server"])
+followers = ("rust", "go")
 fresh_floor = cpu_us_per_request(phases["fresh_floor"])
 
 rows = [
@@ -356,6 +384,11 @@ rows = [
      f"server CPU {pod_3_cpu:.0f} µs per pod"),
     ("  one pod at a time, ecdsa", f"{phases['lone_pod_ecdsa']['p50_ms']:.2f} ms",
      f"p50 per pod; server CPU {lone_pod_cpu:.0f} µs per pod, floor {floor_lone_pod:.0f} µs"),
+    *[(f"visible on a second replica, {follower}", f"{phases[f'visible_{follower}']['visible_p99_ms']:.1f} ms",
+       f"p99 from the 2xx to the controller holding it; p50 {phases[f'visible_{follower}']['visible_p50_ms']:.1f} ms, "
+       f"max {phases[f'visible_{follower}']['visible_max_ms']:.1f} ms, "
+       f"{phases[f'visible_{follower}']['visible_count']:,} reports, never seen {phases[f'visible_{follower}']['visible_never_seen']}")
+      for follower in followers],
     ("plain fresh connections, /healthz", f"{fresh_server:.0f} µs",
      f"server CPU per connection; the floor's {fresh_floor:.0f} µs"),
     ("list 1,000 nodes through the API", f"{list_rps:,.1f} lists/s",
@@ -408,6 +441,13 @@ summary = {
     "server_cpu_vs_floor_per_pod_rsa": round(pod_cpu["rsa"] / floor_pod["rsa"], 2),
     "server_cpu_vs_floor_lone_pod_ecdsa": round(lone_pod_cpu / floor_lone_pod, 2),
     "fresh_connection_vs_floor": round(fresh_server / fresh_floor, 2),
+    **{f"visible_{quantile}_ms_{follower}": phases[f"visible_{follower}"][f"visible_{quantile}_ms"]
+       for quantile in ("p50", "p99", "max") for follower in followers},
+    # The headline figures: the slower follower's.
+    **{f"visible_{quantile}_ms": max(phases[f"visible_{follower}"][f"visible_{quantile}_ms"]
+                                     for follower in followers)
+       for quantile in ("p50", "p99", "max")},
+    "visible_never_seen": sum(phases[f"visible_{f}"]["visible_never_seen"] for f in followers),
 }
 # The performance targets: for the benchmark only, never a test.
 targets = [
@@ -421,6 +461,8 @@ targets = [
     ("server_cpu_vs_floor_per_pod_rsa", "<=", 1.2),
     ("server_cpu_vs_floor_lone_pod_ecdsa", "<=", 1.5),
     ("fresh_connection_vs_floor", "<=", 1.25),
+    ("visible_p99_ms", "<=", 50),
+    ("visible_never_seen", "==", 0),
 ]
 print(f"\n{'':40} {'measured':>18}   target")
 for key, op, target in targets:

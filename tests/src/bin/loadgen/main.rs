@@ -9,6 +9,10 @@
 //! server's CPU time at the start and the end of the measured seconds. Both keep one
 //! connection per request in flight, or with `--fresh` open one per pod (`run`) or per
 //! request (`get`), over TLS to an `https://` URL, as each wait container opens its own.
+//! `run --visible-via` also measures how soon a controller following another replica's
+//! change feed holds each result (visible.rs).
+
+mod visible;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use argo_results_client::controller::WorkflowRef;
 use argo_results_proto::token::{PodIdentity, TokenClaims, pem_encode};
 use argo_results_proto::{PROTOCOL_VERSION, ReportRequest};
 use argo_results_tests::tls::TestCa;
@@ -39,6 +44,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
+use visible::{Follow, Following, Visibility, VisibleArgs, VisibleSummary};
 
 const KID: &str = "loadgen";
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
@@ -215,6 +221,8 @@ struct Run {
     /// in clock ticks (`getconf CLK_TCK`).
     #[arg(long)]
     server_pid: Option<u32>,
+    #[command(flatten)]
+    visible: VisibleArgs,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -442,6 +450,7 @@ fn keygen(dir: &std::path::Path) -> Result<(), Error> {
 struct Pod {
     path: String,
     workflow_uid: String,
+    node_id: String,
     pod_name: String,
     pod_uid: String,
     authorization: HeaderValue,
@@ -461,8 +470,13 @@ struct Generator {
 }
 
 impl Generator {
+    /// Workflow `k`'s name: pods 0 to `nodes_per_workflow` - 1 are in workflow 0, and so on.
+    fn workflow(&self, k: u64) -> String {
+        format!("{}-{k:05}", self.run_id)
+    }
+
     fn pod(&self, index: u64) -> Result<Pod, Error> {
-        let workflow = format!("{}-{:05}", self.run_id, index / self.run.nodes_per_workflow);
+        let workflow = self.workflow(index / self.run.nodes_per_workflow);
         let hash = 1_000_000_000 + index;
         let pod_name = format!("{workflow}-main-{hash}");
         let pod_uid = format!("{}-{index:012}", self.run_id);
@@ -475,12 +489,14 @@ impl Generator {
         let claims = TokenClaims::pod(ISSUER, AUDIENCE, &identity, Duration::from_secs(600));
         let token = self.signer.sign(&claims)?;
         let authorization = HeaderValue::try_from(format!("Bearer {token}"))?;
+        let node_id = format!("{workflow}-{hash}");
         Ok(Pod {
             path: format!(
-                "/api/v1/namespaces/{}/workflows/{workflow}/nodes/{workflow}-{hash}/result",
+                "/api/v1/namespaces/{}/workflows/{workflow}/nodes/{node_id}/result",
                 self.run.namespace
             ),
             workflow_uid: format!("{workflow}-uid"),
+            node_id,
             pod_name,
             pod_uid,
             authorization,
@@ -655,6 +671,9 @@ struct Summary {
     /// The server's CPU time over the measured seconds, in clock ticks (`--server-pid`).
     #[serde(skip_serializing_if = "Option::is_none")]
     server_cpu_ticks: Option<u64>,
+    /// How soon a controller on another replica held each result (`--visible-via`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    visible: Option<VisibleSummary>,
 }
 
 impl Summary {
@@ -703,6 +722,7 @@ impl Summary {
             body_bytes: bytes.checked_div(requests),
             statuses,
             server_cpu_ticks: None,
+            visible: None,
         })
     }
 }
@@ -790,6 +810,40 @@ async fn load(run: Run) -> Result<Summary, Error> {
     generator.minted = premint(&generator)?;
     let generator = Arc::new(generator);
     let next = Arc::new(AtomicU64::new(0));
+    let visibility = Arc::new(Visibility::new()?);
+    let following = match &run.visible.visible_via {
+        Some(url) => {
+            let claims = TokenClaims::user(
+                ISSUER,
+                AUDIENCE,
+                &run.visible.follower_subject,
+                Duration::from_secs(3600),
+            );
+            let (generator, next) = (Arc::clone(&generator), Arc::clone(&next));
+            let follow = Follow {
+                args: run.visible.clone(),
+                url: url.clone(),
+                ca: run.target.ca.clone(),
+                token: generator.signer.sign(&claims)?,
+                workflows: Box::new(move || {
+                    let ahead = next.load(Ordering::Relaxed) + generator.run.concurrency as u64;
+                    let count = ahead / generator.run.nodes_per_workflow + 1;
+                    (0..count)
+                        .map(|k| {
+                            let name = generator.workflow(k);
+                            WorkflowRef {
+                                namespace: generator.run.namespace.clone(),
+                                uid: format!("{name}-uid"),
+                                name,
+                            }
+                        })
+                        .collect()
+                }),
+            };
+            Some(Following::start(follow, Arc::clone(&visibility)).await?)
+        }
+        None => None,
+    };
     let start = Instant::now();
     let measure_from = start + Duration::from_secs(run.warmup);
     let end = measure_from + Duration::from_secs(run.duration);
@@ -802,6 +856,7 @@ async fn load(run: Run) -> Result<Summary, Error> {
     let workers: Vec<_> = (0..run.concurrency)
         .map(|_| {
             let (generator, next) = (Arc::clone(&generator), Arc::clone(&next));
+            let visibility = following.as_ref().map(|_| Arc::clone(&visibility));
             tokio::spawn(async move {
                 let mut tally = Tally::new();
                 let per_pod = generator.run.reports_per_node;
@@ -839,7 +894,15 @@ async fn load(run: Run) -> Result<Summary, Error> {
                         if due >= end {
                             return tally;
                         }
+                        let node = (pod.workflow_uid.clone(), pod.node_id.clone());
+                        let watched = visibility.as_ref().filter(|_| n == per_pod);
+                        if let Some(visibility) = watched {
+                            visibility.sending(node.clone());
+                        }
                         let status = generator.send(&mut connection, pod, n).await;
+                        if let Some(visibility) = watched {
+                            visibility.answered(&node, status, due >= measure_from);
+                        }
                         if due >= measure_from {
                             tally.record(due, status);
                         }
@@ -858,7 +921,12 @@ async fn load(run: Run) -> Result<Summary, Error> {
         "closed_loop"
     };
     let summary = Summary::gather(mode, run.concurrency, run.duration, workers).await?;
+    let visible = match following {
+        Some(following) => Some(following.finish(&visibility).await?),
+        None => None,
+    };
     Ok(Summary {
+        visible,
         rate: run.rate,
         reports_per_node: Some(run.reports_per_node),
         outputs_bytes: Some(generator.outputs.len()),
