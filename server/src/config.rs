@@ -254,7 +254,9 @@ pub struct Config {
     pub batch_max: u16,
 
     /// How long a write that finds the writer idle waits for others to join its
-    /// transaction (at most 1s); writes queued behind a transaction go at once.
+    /// transaction (at most 1s), only when the write before it came less than that long
+    /// before it (a lone write goes at once); writes queued behind a transaction go at
+    /// once.
     #[arg(long, env = "ARGO_RESULTS_BATCH_WAIT", default_value = "2ms", value_parser = parse_batch_wait)]
     pub batch_wait: Duration,
 

@@ -5,9 +5,12 @@
 //! writes are serialized by the revision counter anyway. So the writer commits together
 //! the writes queued while the previous transaction ran, up to `--batch-max` of them, at
 //! once: they have waited a transaction already. A write that finds the writer idle waits
-//! up to `--batch-wait` for others to join it. Each write is decided by the rules, in
-//! order, on the row as the writes before it left it, and each caller is answered only
-//! after the commit, with the outcome its write alone would have had in that order.
+//! up to `--batch-wait` for others to join it, but only while writes come that often: one
+//! that arrives more than `--batch-wait` after the write before it is most likely alone
+//! (a lone pod), and waiting would only add to its latency. Each write is decided by the
+//! rules, in order, on the row as the writes before it left it, and each caller is
+//! answered only after the commit, with the outcome its write alone would have had in that
+//! order.
 //!
 //! A write's path: the handler calls [`Queue::submit`]; [`Writer::run`] gathers a batch;
 //! `write_batch` bounds it in time; `transaction`, top to bottom, begins a transaction on
@@ -34,8 +37,17 @@ use crate::metrics::Metrics;
 pub struct Batching {
     /// Writes per transaction at most; 1 commits each write alone.
     pub max: usize,
-    /// How long a write that finds the writer idle waits for others.
+    /// How long a write that finds the writer idle waits for others, when the write
+    /// before it arrived less than this long before it.
     pub wait: Duration,
+}
+
+impl Batching {
+    /// Whether a write that finds the writer idle, arriving at `arrived`, waits for others:
+    /// only when the write before it (at `previous`) came less than `wait` earlier.
+    fn gathers(&self, previous: Option<Instant>, arrived: Instant) -> bool {
+        previous.is_some_and(|previous| arrived.saturating_duration_since(previous) < self.wait)
+    }
 }
 
 /// The least time a batch is given, however long its writes waited for the one before.
@@ -141,15 +153,20 @@ impl Queue {
 
 impl Writer {
     async fn run(mut self, mut queue: mpsc::Receiver<Queued>, batching: Batching) {
+        let mut previous = None;
         loop {
             let batch = match queue.try_recv() {
                 Ok(first) => drain(first, &mut queue, batching.max),
                 Err(mpsc::error::TryRecvError::Empty) => match queue.recv().await {
-                    Some(first) => gather(first, &mut queue, batching).await,
+                    Some(first) if batching.gathers(previous, first.arrived) => {
+                        gather(first, &mut queue, batching).await
+                    }
+                    Some(first) => drain(first, &mut queue, batching.max),
                     None => break,
                 },
                 Err(mpsc::error::TryRecvError::Disconnected) => break,
             };
+            previous = batch.iter().map(|write| write.arrived).max();
             match self.write_batch(&batch).await {
                 Ok(outcomes) => {
                     for (write, outcome) in batch.into_iter().zip(outcomes) {
@@ -301,4 +318,34 @@ async fn gather(
         }
     }
     batch
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::Batching;
+
+    #[test]
+    fn an_idle_writer_waits_only_while_writes_come_within_the_batch_wait() {
+        let batching = Batching {
+            max: 128,
+            wait: Duration::from_millis(2),
+        };
+        let now = Instant::now();
+        let before = |micros| now.checked_sub(Duration::from_micros(micros));
+        // The first write of all, and one long after the last: alone, at once.
+        assert!(!batching.gathers(None, now));
+        assert!(!batching.gathers(before(50_000), now));
+        assert!(!batching.gathers(before(2_000), now));
+        // Writes 1.9 ms apart: the next is likely within the wait.
+        assert!(batching.gathers(before(1_900), now));
+        assert!(batching.gathers(Some(now), now));
+        // A zero wait never gathers.
+        let never = Batching {
+            max: 128,
+            wait: Duration::ZERO,
+        };
+        assert!(!never.gathers(Some(now), now));
+    }
 }
