@@ -5,12 +5,14 @@
 # counters also have).
 #
 #   bash tests/bench/profile.sh
+#   FRESH=1 CONCURRENCY=1 bash tests/bench/profile.sh   # lone pods as deployed
 #
 # Prints the 40 hottest symbols of the server process, then the shares of a few families
 # of them (RSA, TLS-free HTTP, JSON, Postgres protocol, allocation, kernel). The build goes
 # to target/profiling, so it leaves the release build of run.sh alone. Needs perf (Debian's
 # linux-perf, installed when missing) and what run.sh needs. Knobs: CONCURRENCY (64),
-# DURATION (15 s), PGPORT, PGUSER.
+# DURATION (15 s), FRESH (1: each pod on a fresh TLS 1.3 connection to an ECDSA P-256
+# certificate, as run.sh's per-pod phases; default: keep-alive plain HTTP), PGPORT, PGUSER.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -41,6 +43,15 @@ CARGO_TARGET_DIR=$profiling CARGO_PROFILE_RELEASE_STRIP=false \
 build_loadgen
 loadgen_bin=target/release/loadgen
 "$loadgen_bin" keygen "$work/keys"
+tls=()
+url=http://127.0.0.1:$port
+pods=()
+if [[ ${FRESH:-} == 1 ]]; then
+  "$loadgen_bin" certs "$work/certs"
+  tls=(--tls-cert "$work/certs/ecdsa.crt" --tls-key "$work/certs/ecdsa.key")
+  url=https://127.0.0.1:$port
+  pods=(--fresh --ca "$work/certs/ca.pem")
+fi
 
 fresh_db "$service_db"
 quiesce
@@ -48,7 +59,7 @@ quiesce
   --database-url "postgres://$pguser@$pghost:$pgport/$service_db" \
   --listen "127.0.0.1:$port" --jwks-file "$work/keys/jwks.json" \
   --issuer https://kubernetes.default.svc.cluster.local --require-expectation=false \
-  --log-format json >"$work/server.out" 2>"$work/server.log" &
+  "${tls[@]}" --log-format json >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 for _ in $(seq 1 100); do grep -q listening "$work/server.out" 2>/dev/null && break; sleep 0.1; done
 grep -q listening "$work/server.out" || { cat "$work/server.log" >&2; exit 1; }
@@ -56,7 +67,7 @@ grep -q listening "$work/server.out" || { cat "$work/server.log" >&2; exit 1; }
 # loadgen mints its tokens first; perf starts when the closed loop has begun, and stops
 # before it ends.
 say "loadgen: $concurrency in flight, $((duration + 6)) s; perf samples the server for ${duration} s"
-"$loadgen_bin" run --url "http://127.0.0.1:$port" --key "$work/keys/signing-key.pem" \
+"$loadgen_bin" run --url "$url" "${pods[@]}" --key "$work/keys/signing-key.pem" \
   --concurrency "$concurrency" --duration "$((duration + 6))" --warmup 3 --run-id profile \
   >"$work/loadgen.json" 2>"$work/loadgen.log" &
 loadgen_pid=$!
