@@ -21,7 +21,8 @@ fn init_logging(format: LogFormat) {
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => {
-            builder.json().init();
+            // Requests have one span: the list of spans would repeat it on every line.
+            builder.json().with_span_list(false).init();
             // A panic's message is one more line on stderr: JSON like the rest.
             std::panic::set_hook(Box::new(|panic| {
                 eprintln!(
