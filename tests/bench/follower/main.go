@@ -2,9 +2,9 @@
 // --visible-via --follower PATH` drives it (tests/src/bin/loadgen/visible.rs): it follows
 // the change feed of ARGO_RESULTS_URL (trusting ARGO_RESULTS_CA, sending
 // ARGO_RESULTS_TOKEN) from its head, follows each workflow named on stdin by a line
-// `track NAMESPACE NAME UID`, and writes `completed WORKFLOW_UID NODE_ID UNIX_NANOS` the
-// first time it holds a node completed, with the wall-clock time it did. It writes `ready`
-// once it follows, and ends when stdin does.
+// `track NAMESPACE NAME UID`, and writes `completed WORKFLOW_UID NODE_ID UNIX_NANOS
+// UPDATED_AT` the first time it holds a node completed, with the wall-clock time it did
+// and the result's updatedAt. It writes `ready` once it follows, and ends when stdin does.
 package main
 
 import (
@@ -102,7 +102,7 @@ func (s *sightings) completed(follower *argoresults.Follower, workflowUID string
 		key := workflowUID + " " + result.NodeID
 		if result.State == argoresults.StateCompleted && !s.told[key] {
 			s.told[key] = true
-			fmt.Fprintf(s.writer, "completed %s %d\n", key, time.Now().UnixNano())
+			fmt.Fprintf(s.writer, "completed %s %d %s\n", key, time.Now().UnixNano(), result.UpdatedAt)
 		}
 	}
 	s.writer.Flush()

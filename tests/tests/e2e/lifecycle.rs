@@ -254,7 +254,10 @@ async fn json_logs_carry_request_ids_and_names_but_never_tokens(backend: Backend
     assert_eq!(finished["span"]["namespace"], NS);
     assert_eq!(finished["span"]["workflow"], WF);
     assert_eq!(finished["span"]["node"], s.node_id.as_str());
-    assert!(finished.get("spans").is_none(), "the span twice: {finished}");
+    assert!(
+        finished.get("spans").is_none(),
+        "the span twice: {finished}"
+    );
     assert_eq!(finished["fields"]["status"], 201);
     assert!(
         !log.contains(&token) && !log.contains("not-a-token"),

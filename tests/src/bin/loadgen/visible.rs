@@ -8,11 +8,17 @@
 //! the URL, `--ca` and its token from the environment (`ARGO_RESULTS_URL`,
 //! `ARGO_RESULTS_CA`, `ARGO_RESULTS_TOKEN`), lines `track NAMESPACE NAME UID` on its
 //! stdin, and writes `ready` on its stdout once it follows from the feed's head, then
-//! `completed WORKFLOW_UID NODE_ID UNIX_NANOS` the first time it holds a node completed,
-//! with the wall-clock time it did. It ends when its stdin does. Either runs on a thread
+//! `completed WORKFLOW_UID NODE_ID UNIX_NANOS UPDATED_AT` the first time it holds a node
+//! completed, with the wall-clock time it did and the result's `updatedAt`. It ends when
+//! its stdin does. Either runs on a thread
 //! of its own, as a controller is a process of its own: the pods' thread is busy with
 //! handshakes, and a sighting timed there would wait for it. Times are the wall clock's,
 //! which the follower process shares.
+//!
+//! The pods' thread reads a 2xx late when it is busy, which shortens the lag measured from
+//! it (`visible_*`). The lag from the result's `updatedAt`, the writer's clock when it
+//! decided the write, before the commit and so before any 2xx, is measured too
+//! (`visible_since_write_*`): the lag a pod would see lies between the two.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -58,14 +64,17 @@ pub struct Visibility {
 
 struct Open {
     nodes: HashMap<NodeKey, Sighting>,
+    /// From the 2xx, and from `updatedAt`, to the controller holding the result.
     latencies: Histogram<u64>,
+    since_write: Histogram<u64>,
 }
 
 #[derive(Default)]
 struct Sighting {
     /// When the 2xx came, and whether in the measured seconds.
     acked: Option<(SystemTime, bool)>,
-    seen: Option<SystemTime>,
+    /// When the controller held it, and the result's `updatedAt` then.
+    seen: Option<(SystemTime, SystemTime)>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -76,6 +85,9 @@ pub struct VisibleSummary {
     pub visible_p50_ms: f64,
     pub visible_p99_ms: f64,
     pub visible_max_ms: f64,
+    pub visible_since_write_p50_ms: f64,
+    pub visible_since_write_p99_ms: f64,
+    pub visible_since_write_max_ms: f64,
     /// Of them, those the controller did not hold within 10 s of the load's end.
     pub visible_never_seen: u64,
 }
@@ -86,6 +98,7 @@ impl Visibility {
             open: Mutex::new(Open {
                 nodes: HashMap::new(),
                 latencies: Histogram::new_with_bounds(1, 600_000_000, 3)?,
+                since_write: Histogram::new_with_bounds(1, 600_000_000, 3)?,
             }),
         })
     }
@@ -115,16 +128,20 @@ impl Visibility {
         open.settle(node);
     }
 
-    /// The controller held `node` completed from `at`. A sighting may come before the
-    /// 2xx: the commit wakes the other replica while this one still answers the pod.
-    fn seen(&self, node: &NodeKey, at: SystemTime) {
+    /// The controller held `node` completed from `at`, written at `updated_at`. A
+    /// sighting may come before the 2xx: the commit wakes the other replica while this
+    /// one still answers the pod.
+    fn seen(&self, node: &NodeKey, at: SystemTime, updated_at: &str) -> Result<(), Error> {
+        let millis = updated_at.parse::<jiff::Timestamp>()?.as_millisecond();
+        let written = UNIX_EPOCH + Duration::from_millis(u64::try_from(millis)?);
         let mut open = self.lock();
         if let Some(sighting) = open.nodes.get_mut(node)
             && sighting.seen.is_none()
         {
-            sighting.seen = Some(at);
+            sighting.seen = Some((at, written));
         }
         open.settle(node);
+        Ok(())
     }
 
     /// The nodes sent and not yet seen.
@@ -148,12 +165,16 @@ impl Visibility {
         let never_seen = self.waiting();
         let open = self.lock();
         let ms = |micros: u64| micros as f64 / 1000.0;
+        let (latencies, since_write) = (&open.latencies, &open.since_write);
         VisibleSummary {
             follower,
-            visible_count: open.latencies.len() + never_seen,
-            visible_p50_ms: ms(open.latencies.value_at_quantile(0.5)),
-            visible_p99_ms: ms(open.latencies.value_at_quantile(0.99)),
-            visible_max_ms: ms(open.latencies.max()),
+            visible_count: latencies.len() + never_seen,
+            visible_p50_ms: ms(latencies.value_at_quantile(0.5)),
+            visible_p99_ms: ms(latencies.value_at_quantile(0.99)),
+            visible_max_ms: ms(latencies.max()),
+            visible_since_write_p50_ms: ms(since_write.value_at_quantile(0.5)),
+            visible_since_write_p99_ms: ms(since_write.value_at_quantile(0.99)),
+            visible_since_write_max_ms: ms(since_write.max()),
             visible_never_seen: never_seen,
         }
     }
@@ -164,16 +185,19 @@ impl Open {
     fn settle(&mut self, node: &NodeKey) {
         let Some(Sighting {
             acked: Some((acked, measured)),
-            seen: Some(seen),
+            seen: Some((seen, written)),
         }) = self.nodes.get(node)
         else {
             return;
         };
         if *measured {
-            let lag = seen.duration_since(*acked).unwrap_or_default();
-            let micros = lag.as_micros();
-            self.latencies
-                .saturating_record(u64::try_from(micros).unwrap_or(u64::MAX));
+            let micros = |from| {
+                let lag = seen.duration_since(from).unwrap_or_default();
+                u64::try_from(lag.as_micros()).unwrap_or(u64::MAX)
+            };
+            let (from_ack, from_write) = (micros(*acked), micros(*written));
+            self.latencies.saturating_record(from_ack);
+            self.since_write.saturating_record(from_write);
         }
         self.nodes.remove(node);
     }
@@ -270,9 +294,10 @@ async fn reconcile(
         }
         reconciler.follow(1).await?;
         for node in visibility.unseen() {
-            let result = reconciler.result(&node.0, &node.1);
-            if result.is_some_and(|r| r.state == ResultState::Completed) {
-                visibility.seen(&node, SystemTime::now());
+            if let Some(result) = reconciler.result(&node.0, &node.1)
+                && result.state == ResultState::Completed
+            {
+                visibility.seen(&node, SystemTime::now(), &result.updated_at)?;
             }
         }
     }
@@ -310,9 +335,10 @@ async fn external(
                         let _ = ready.send(());
                     }
                 }
-                ["completed", workflow_uid, node_id, nanos] => {
+                ["completed", workflow_uid, node_id, nanos, updated_at] => {
                     let at = UNIX_EPOCH + Duration::from_nanos(nanos.parse()?);
-                    visibility.seen(&(workflow_uid.to_owned(), node_id.to_owned()), at);
+                    let node = (workflow_uid.to_owned(), node_id.to_owned());
+                    visibility.seen(&node, at, updated_at)?;
                 }
                 _ => return Err::<(), Error>(format!("the follower said {line:?}").into()),
             }
