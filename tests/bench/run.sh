@@ -45,6 +45,9 @@
 #    with .ci/go). From each final report's 2xx to the controller holding it completed:
 #    visible_p50_ms, visible_p99_ms, visible_max_ms (the slower follower's; each's as
 #    visible_*_ms_rust and _go) and visible_never_seen (not held 10 s after the load).
+#    loadgen reads a 2xx late when its thread is busy, which shortens these; from the
+#    result's updatedAt (the writer's clock before the commit), visible_since_write_*_ms
+#    bound them from above.
 # 4. pgbench: the same single-row upsert of the same ~1 KB outputs into the same results
 #    table, one transaction each, at the same concurrency (what one transaction per
 #    request can do at best).
@@ -386,7 +389,9 @@ rows = [
      f"p50 per pod; server CPU {lone_pod_cpu:.0f} µs per pod, floor {floor_lone_pod:.0f} µs"),
     *[(f"visible on a second replica, {follower}", f"{phases[f'visible_{follower}']['visible_p99_ms']:.1f} ms",
        f"p99 from the 2xx to the controller holding it; p50 {phases[f'visible_{follower}']['visible_p50_ms']:.1f} ms, "
-       f"max {phases[f'visible_{follower}']['visible_max_ms']:.1f} ms, "
+       f"max {phases[f'visible_{follower}']['visible_max_ms']:.1f} ms; from updatedAt p50 "
+       f"{phases[f'visible_{follower}']['visible_since_write_p50_ms']:.1f} ms, "
+       f"p99 {phases[f'visible_{follower}']['visible_since_write_p99_ms']:.1f} ms, "
        f"{phases[f'visible_{follower}']['visible_count']:,} reports, never seen {phases[f'visible_{follower}']['visible_never_seen']}")
       for follower in followers],
     ("plain fresh connections, /healthz", f"{fresh_server:.0f} µs",
@@ -444,9 +449,9 @@ summary = {
     **{f"visible_{quantile}_ms_{follower}": phases[f"visible_{follower}"][f"visible_{quantile}_ms"]
        for quantile in ("p50", "p99", "max") for follower in followers},
     # The headline figures: the slower follower's.
-    **{f"visible_{quantile}_ms": max(phases[f"visible_{follower}"][f"visible_{quantile}_ms"]
-                                     for follower in followers)
-       for quantile in ("p50", "p99", "max")},
+    **{f"visible_{since}{quantile}_ms": max(phases[f"visible_{follower}"][f"visible_{since}{quantile}_ms"]
+                                            for follower in followers)
+       for quantile in ("p50", "p99", "max") for since in ("", "since_write_")},
     "visible_never_seen": sum(phases[f"visible_{f}"]["visible_never_seen"] for f in followers),
 }
 # The performance targets: for the benchmark only, never a test.
@@ -462,6 +467,8 @@ targets = [
     ("server_cpu_vs_floor_lone_pod_ecdsa", "<=", 1.5),
     ("fresh_connection_vs_floor", "<=", 1.25),
     ("visible_p99_ms", "<=", 50),
+    # Its upper bound (loadgen may read a 2xx late): the lag from the write's updatedAt.
+    ("visible_since_write_p99_ms", "<=", 50),
     ("visible_never_seen", "==", 0),
 ]
 print(f"\n{'':40} {'measured':>18}   target")
