@@ -296,7 +296,16 @@ impl Target {
                 for cert in CertificateDer::pem_file_iter(ca)? {
                     roots.add(cert?)?;
                 }
-                let mut config = rustls::ClientConfig::builder()
+                // Argo's wait container speaks Go's crypto/tls, which prefers
+                // TLS_AES_128_GCM_SHA256 on hardware with AES (defaults.go,
+                // defaultCipherSuitesTLS13); rustls prefers AES-256 with SHA-384, whose
+                // key schedule costs both ends more. The server takes the client's order.
+                let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+                provider.cipher_suites.sort_by_key(|suite| {
+                    suite.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256
+                });
+                let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+                    .with_safe_default_protocol_versions()?
                     .with_root_certificates(roots)
                     .with_no_client_auth();
                 config.alpn_protocols = vec![b"http/1.1".to_vec()];
