@@ -31,7 +31,8 @@
 #    same rows selected by pgbench (a prepared `SELECT * ... ORDER BY node_id LIMIT 1000`)
 #    with the server stopped, READ_DURATION each: list_ratio_vs_raw_select is the select
 #    rate over the API's (lower is better).
-# 3b. Pods as deployed: each simulated pod opens a fresh TLS 1.3 connection, sends one
+# 3b. Pods as deployed: each simulated pod opens a fresh TLS 1.3 connection (offering
+#    suites in the order of Go's crypto/tls, as Argo's wait container), sends one
 #    final report (or three: start, progress, final) and closes, 64 pods in flight and one
 #    at a time, on a server with an ECDSA P-256 and then an RSA-2048 certificate (loadgen
 #    `certs`: a private CA and the two). The floor: tests/src/bin/floor.rs (hyper and
