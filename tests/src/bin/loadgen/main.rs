@@ -479,13 +479,22 @@ struct Generator {
 }
 
 impl Generator {
-    /// Workflow `k`'s name: pods 0 to `nodes_per_workflow` - 1 are in workflow 0, and so on.
-    fn workflow(&self, k: u64) -> String {
-        format!("{}-{k:05}", self.run_id)
+    /// Workflow `k`: pods 0 to `nodes_per_workflow` - 1 are in workflow 0, and so on.
+    fn workflow(&self, k: u64) -> WorkflowRef {
+        let name = format!("{}-{k:05}", self.run_id);
+        WorkflowRef {
+            namespace: self.run.namespace.clone(),
+            uid: format!("{name}-uid"),
+            name,
+        }
     }
 
     fn pod(&self, index: u64) -> Result<Pod, Error> {
-        let workflow = self.workflow(index / self.run.nodes_per_workflow);
+        let WorkflowRef {
+            name: workflow,
+            uid: workflow_uid,
+            ..
+        } = self.workflow(index / self.run.nodes_per_workflow);
         let hash = 1_000_000_000 + index;
         let pod_name = format!("{workflow}-main-{hash}");
         let pod_uid = format!("{}-{index:012}", self.run_id);
@@ -504,7 +513,7 @@ impl Generator {
                 "/api/v1/namespaces/{}/workflows/{workflow}/nodes/{node_id}/result",
                 self.run.namespace
             ),
-            workflow_uid: format!("{workflow}-uid"),
+            workflow_uid,
             node_id,
             pod_name,
             pod_uid,
@@ -837,16 +846,7 @@ async fn load(run: Run) -> Result<Summary, Error> {
                 workflows: Box::new(move || {
                     let ahead = next.load(Ordering::Relaxed) + generator.run.concurrency as u64;
                     let count = ahead / generator.run.nodes_per_workflow + 1;
-                    (0..count)
-                        .map(|k| {
-                            let name = generator.workflow(k);
-                            WorkflowRef {
-                                namespace: generator.run.namespace.clone(),
-                                uid: format!("{name}-uid"),
-                                name,
-                            }
-                        })
-                        .collect()
+                    (0..count).map(|k| generator.workflow(k)).collect()
                 }),
             };
             Some(Following::start(follow, Arc::clone(&visibility)).await?)

@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -240,8 +240,7 @@ impl Following {
             }
         });
         if is_ready.await.is_err() {
-            let ended = tokio::task::spawn_blocking(move || thread.join()).await?;
-            ended.map_err(|_| "the follower's thread panicked")??;
+            joined(thread).await?;
             return Err("the follower ended before it was ready".into());
         }
         Ok(Following {
@@ -259,18 +258,23 @@ impl Following {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.stop.store(true, Ordering::Relaxed);
-        let thread = self.thread;
-        let ended = tokio::task::spawn_blocking(move || thread.join()).await?;
-        ended.map_err(|_| "the follower's thread panicked")??;
+        joined(self.thread).await?;
         Ok(visibility.summary(self.follower))
     }
 }
 
-/// The workflows not yet followed of those `follow.workflows` names.
-fn untracked(follow: &Follow, tracked: &AtomicU64) -> Vec<WorkflowRef> {
+/// The follower's thread, once it ended: its error, if it failed.
+async fn joined(thread: std::thread::JoinHandle<Result<(), Error>>) -> Result<(), Error> {
+    let ended = tokio::task::spawn_blocking(move || thread.join()).await?;
+    ended.map_err(|_| "the follower's thread panicked")?
+}
+
+/// The workflows not yet followed of those `follow.workflows` names; `tracked` counts
+/// those followed.
+fn untracked(follow: &Follow, tracked: &mut usize) -> Vec<WorkflowRef> {
     let workflows = (follow.workflows)();
-    let from = tracked.swap(workflows.len() as u64, Ordering::Relaxed);
-    workflows.into_iter().skip(from as usize).collect()
+    let from = std::mem::replace(tracked, workflows.len());
+    workflows.into_iter().skip(from).collect()
 }
 
 /// The Rust controller: `Reconciler::follow` with 1 s long polls; after each, the nodes
@@ -286,10 +290,10 @@ async fn reconcile(
         .ca_file(follow.ca.clone())
         .build()?;
     let mut reconciler = Reconciler::resume(client, []).await?;
-    let tracked = AtomicU64::new(0);
+    let mut tracked = 0;
     let _ = ready.send(());
     while !stop.load(Ordering::Relaxed) {
-        for workflow in untracked(&follow, &tracked) {
+        for workflow in untracked(&follow, &mut tracked) {
             reconciler.track(workflow).await?;
         }
         reconciler.follow(1).await?;
@@ -345,9 +349,9 @@ async fn external(
         }
         Ok(())
     });
-    let tracked = AtomicU64::new(0);
+    let mut tracked = 0;
     while !stop.load(Ordering::Relaxed) && !reading.is_finished() {
-        for workflow in untracked(&follow, &tracked) {
+        for workflow in untracked(&follow, &mut tracked) {
             let line = format!(
                 "track {} {} {}\n",
                 workflow.namespace, workflow.name, workflow.uid
