@@ -54,6 +54,9 @@ pub(super) trait Dialect {
     type Driver: sqlx::Database;
     /// Begins a writing transaction.
     const BEGIN_WRITE: &'static str;
+    /// Begins the writer's transaction with the head already locked, in the same round
+    /// trip (see `sql/transaction.rs`).
+    const BEGIN_WRITER: &'static str;
     /// Begins a read-only snapshot that writers never wait for.
     const BEGIN_READ: &'static str;
     /// The database's clock in Unix milliseconds.

@@ -14,7 +14,7 @@
 //!
 //! A write's path: the handler calls [`Queue::submit`]; [`Writer::run`] gathers a batch;
 //! `write_batch` bounds it in time; `transaction`, top to bottom, begins a transaction on
-//! the writer's connection, locks the head, loads the rows, lets the rules
+//! the writer's connection with the head locked, loads the rows and the head, lets the rules
 //! (`argo_results_rules::batch::plan`) decide each write and assign revisions, stores the
 //! batch and commits; `run` answers each caller.
 
@@ -258,11 +258,10 @@ impl Writer {
         let seen = self.notifier.latest();
         let planned = on_db!(&mut self.db, |db| {
             let mut tx = db.begin_kept().await?;
-            let head = tx.lock_head().await?;
+            let (head, stored) = tx.load(&keys).await?;
             if head < seen {
                 return Err(StoreError::RolledBack { head, seen });
             }
-            let stored = tx.load(&keys).await?;
             let planned = batch::plan(&writes, head, stored, &self.policy, now_millis())?;
             self.metrics.batch_decided(writes.len());
             match &planned.batch {

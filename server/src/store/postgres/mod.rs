@@ -59,6 +59,11 @@ pub(super) struct Postgres {
 impl Dialect for Postgres {
     type Driver = sqlx::Postgres;
     const BEGIN_WRITE: &'static str = "BEGIN";
+    /// Two statements in one message: the load that follows is a statement of its own, so
+    /// it reads a snapshot taken after the lock was granted (under read committed, whatever
+    /// the database's default).
+    const BEGIN_WRITER: &'static str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
+     UPDATE store_state SET revision = revision WHERE id = 1";
     /// A snapshot that writers never wait for.
     const BEGIN_READ: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     const NOW: &'static str = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";

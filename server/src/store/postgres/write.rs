@@ -1,25 +1,29 @@
 //! How a writing transaction loads and stores a batch on Postgres: one round trip each
-//! (the rows of every key at once, then every row, change and the head in one statement
-//! that also notifies the other replicas).
+//! (the head and the rows of every key at once, then every row, change and the head in one
+//! statement that also notifies the other replicas).
 
-use sqlx::Postgres;
+use sqlx::{Postgres, Row as _};
 
 use argo_results_rules::Row;
 use argo_results_rules::batch::{Batch, RowKey};
 use argo_results_rules::clock::now_millis;
 
 use super::super::columns::{self, result_columns, upsert_set};
-use super::super::error::StoreResult;
+use super::super::error::{StoreError, StoreResult};
 use super::channel;
 use super::transaction::WriteTransaction;
 
-/// The stored rows of the keys `$1`, `$2`, `$3` (namespaces, workflow UIDs, node IDs).
+/// The stored rows of the keys `$1`, `$2`, `$3` (namespaces, workflow UIDs, node IDs),
+/// each followed by the head (column `HEAD`); one row of nulls and the head when none is
+/// stored.
 const LOAD: &str = concat!(
-    "SELECT ",
+    "SELECT r.*, h.revision FROM store_state AS h LEFT JOIN (SELECT ",
     result_columns!(),
     " FROM results WHERE (namespace, workflow_uid, node_id) IN \
-     (SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[]))"
+     (SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[]))) AS r ON TRUE WHERE h.id = 1"
 );
+/// The head's column in `LOAD`, after the result's.
+const HEAD: usize = 19;
 
 /// A whole batch in one statement: upserts the rows `$6`-`$24` (one array per column of
 /// `result_columns!`), records changes `$2`-`$4` (revisions, namespaces, items) at `$5`,
@@ -46,22 +50,35 @@ const STORE: &str = concat!(
 );
 
 impl WriteTransaction<'_> {
-    /// The stored rows of `keys`.
-    pub(in crate::store) async fn load(&mut self, keys: &[RowKey<'_>]) -> StoreResult<Vec<Row>> {
+    /// The head and the stored rows of `keys`.
+    pub(in crate::store) async fn load(
+        &mut self,
+        keys: &[RowKey<'_>],
+    ) -> StoreResult<(i64, Vec<Row>)> {
         let namespaces: Vec<&str> = keys.iter().map(|key| key.namespace).collect();
         let uids: Vec<&str> = keys.iter().map(|key| key.workflow_uid).collect();
         let nodes: Vec<&str> = keys.iter().map(|key| key.node_id).collect();
         // Planned afresh for every batch: a generic plan cached while `results` was small
         // would scan it whole for every batch until autovacuum analyzes it (and the
         // writer's long-lived connection would keep that plan).
-        Ok(sqlx::query(LOAD)
+        let loaded = sqlx::query(LOAD)
             .persistent(false)
             .bind(namespaces)
             .bind(uids)
             .bind(nodes)
-            .try_map(|row| columns::result(&row))
             .fetch_all(&mut *self.tx)
-            .await?)
+            .await?;
+        let head = match loaded.first() {
+            Some(row) => row.try_get(HEAD)?,
+            None => return Err(StoreError::Corrupt("the store has no head".into())),
+        };
+        let mut stored = Vec::with_capacity(loaded.len());
+        for row in &loaded {
+            if row.try_get::<Option<&str>, _>(0)?.is_some() {
+                stored.push(columns::result(row)?);
+            }
+        }
+        Ok((head, stored))
     }
 
     /// Stores `batch`: its rows, its changes and its head.

@@ -51,6 +51,8 @@ impl Dialect for Sqlite {
     type Driver = sqlx::Sqlite;
     /// Takes the write lock at once.
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
+    /// The write lock is the head's.
+    const BEGIN_WRITER: &'static str = Self::BEGIN_WRITE;
     /// A snapshot: in WAL mode, writers never wait for it.
     const BEGIN_READ: &'static str = "BEGIN";
     const NOW: &'static str = "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";

@@ -7,7 +7,7 @@ use argo_results_rules::clock::now_millis;
 
 use super::super::columns::{self, result_columns, upsert_set};
 use super::super::error::StoreResult;
-use super::read::SELECT_BY_KEY;
+use super::read::{READ_HEAD, SELECT_BY_KEY};
 use super::transaction::WriteTransaction;
 
 const UPSERT: &str = concat!(
@@ -22,8 +22,14 @@ const RECORD: &str =
 const SET_HEAD: &str = "UPDATE store_state SET revision = $1 WHERE id = 1";
 
 impl WriteTransaction<'_> {
-    /// The stored rows of `keys`.
-    pub(in crate::store) async fn load(&mut self, keys: &[RowKey<'_>]) -> StoreResult<Vec<Row>> {
+    /// The head and the stored rows of `keys`.
+    pub(in crate::store) async fn load(
+        &mut self,
+        keys: &[RowKey<'_>],
+    ) -> StoreResult<(i64, Vec<Row>)> {
+        let head = sqlx::query_scalar(READ_HEAD)
+            .fetch_one(&mut *self.tx)
+            .await?;
         let mut stored = Vec::with_capacity(keys.len());
         for key in keys {
             let row = sqlx::query(SELECT_BY_KEY)
@@ -35,7 +41,7 @@ impl WriteTransaction<'_> {
                 .await?;
             stored.extend(row);
         }
-        Ok(stored)
+        Ok((head, stored))
     }
 
     /// Stores `batch`: its rows, its changes and its head.
