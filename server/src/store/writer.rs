@@ -214,15 +214,19 @@ impl Writer {
         let arrived = writes.iter().map(|w| w.arrived).min();
         let deadline = (arrived.unwrap_or_else(Instant::now) + ACQUIRE_TIMEOUT)
             .max(Instant::now() + MIN_BATCH_TIME);
-        let mut outcomes = tokio::time::timeout_at(deadline.into(), self.transaction(writes))
-            .await
-            .unwrap_or(Err(StoreError::TimedOut));
-        if let Err(error) = &outcomes
-            && on_db!(&mut self.db, |db| db.drop_kept())
+        let idle = on_db!(&self.db, |db| db.kept_idle());
+        let mut outcomes = self.attempt(writes, deadline).await;
+        // A connection that sat idle may have been closed under it (the database
+        // restarted): the batch is tried once more on a new one, as its writers' retries
+        // would be, where a ping before every write after a pause cost a round trip.
+        if idle
+            && let Err(error) = &outcomes
+            && error.failure() == Some(FailureKind::Unavailable)
         {
-            tracing::debug!(%error, "the writer's connection is replaced");
+            tracing::info!(%error, "the writer's idle connection is replaced");
+            outcomes = self.attempt(writes, deadline).await;
         }
-        // The connection is gone by now (above), so the epoch has one to settle on.
+        // The connection is gone by now (`attempt`), so the epoch has one to settle on.
         if let Err(StoreError::RolledBack { head, seen }) = outcomes {
             // Revisions after `head` will be numbered again: a follower holding one of the
             // old ones must list again, not read on as if nothing happened.
@@ -235,12 +239,28 @@ impl Writer {
             outcomes = match on_db!(&self.db, |db| db.settle_epoch(Some(reason)).await) {
                 Ok(_) => {
                     self.notifier.rewind(head);
-                    tokio::time::timeout_at(deadline.into(), self.transaction(writes))
-                        .await
-                        .unwrap_or(Err(StoreError::TimedOut))
+                    self.attempt(writes, deadline).await
                 }
                 Err(error) => Err(error),
             };
+        }
+        outcomes
+    }
+
+    /// One try of `transaction` until `deadline`; the writer's connection is dropped when
+    /// it fails, since it may be broken, mid-statement or in a failed transaction.
+    async fn attempt(
+        &mut self,
+        writes: &[Queued],
+        deadline: Instant,
+    ) -> StoreResult<Vec<StoreResult<Written>>> {
+        let outcomes = tokio::time::timeout_at(deadline.into(), self.transaction(writes))
+            .await
+            .unwrap_or(Err(StoreError::TimedOut));
+        if let Err(error) = &outcomes
+            && on_db!(&mut self.db, |db| db.drop_kept())
+        {
+            tracing::debug!(%error, "the writer's connection is replaced");
         }
         outcomes
     }

@@ -88,6 +88,23 @@ async fn a_database_outage_answers_503_and_recovers() {
     );
 }
 
+/// Postgres restarted while the server sat idle: the writer's kept connection is dead, and
+/// the first report after it is committed all the same, its `BEGIN` tried once more on a
+/// new connection (where a ping before every write after a pause cost a round trip), not
+/// refused with 503.
+#[tokio::test]
+async fn the_first_report_after_a_quiet_restart_is_committed() {
+    let postgres = PrivatePostgres::start();
+    let server = postgres.serve().await;
+    assert_eq!(put_report(&server, 1).await.status, 201);
+    postgres.stop();
+    postgres.resume();
+    // Idle for longer than the writer trusts its connection without a second try (1 s).
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let first = put_report(&server, 2).await;
+    assert_eq!(first.status, 201, "{}", first.text);
+}
+
 /// A report with the server's unauthenticated client (`--auth none`) of step `i`.
 async fn put_report(server: &TestServer, i: u32) -> Raw {
     let s = step(i);

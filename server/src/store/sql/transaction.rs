@@ -1,7 +1,7 @@
 //! A writing transaction, as every write that moves the head runs it: `begin`,
 //! `lock_head`, then the database's own `load` and `store` (`write.rs`), `commit`. The
-//! writer's own (`begin_kept`) locks the head as it begins, and its `load` reads the head
-//! with the rows: a lone write then waits for four round trips, not five.
+//! writer's own (`begin_kept`) locks the head in the message that begins it, and its `load`
+//! reads the head with the rows: one round trip less for every batch.
 //!
 //! Compiled once per database (see [`Dialect`]).
 //!
@@ -42,8 +42,9 @@ use super::This;
 const LOCK_HEAD: &str =
     "UPDATE store_state SET revision = revision WHERE id = 1 RETURNING revision";
 
-/// The writer's connection, idle longer than this, is pinged before use.
-const IDLE_BEFORE_CHECK: Duration = Duration::from_secs(1);
+/// The writer's connection, idle longer than this, may have been closed under it (the
+/// database restarted): a batch that fails on it is tried once more on a new one.
+const IDLE_BEFORE_RETRY: Duration = Duration::from_secs(1);
 
 /// One writing transaction of this database.
 pub(in crate::store) struct WriteTransaction<'c> {
@@ -57,17 +58,19 @@ impl This {
         Ok(WriteTransaction { tx })
     }
 
-    /// A writing transaction on the writer's kept connection, the head locked: checked
-    /// when it sat idle (the database may have restarted since), or a new one.
+    /// Whether the writer's kept connection sat idle long enough that a batch failing on it
+    /// is tried again on a new one (`IDLE_BEFORE_RETRY`).
+    pub(in crate::store) fn kept_idle(&self) -> bool {
+        self.kept
+            .as_ref()
+            .is_some_and(|(_, used)| used.elapsed() > IDLE_BEFORE_RETRY)
+    }
+
+    /// A writing transaction on the writer's kept connection, or a new one, the head
+    /// locked. A connection that sat idle is not checked first: a ping cost every write
+    /// after a pause a round trip, where the writer tries a failed batch again instead.
     pub(in crate::store) async fn begin_kept(&mut self) -> StoreResult<WriteTransaction<'_>> {
         self.in_place()?;
-        if let Some((held, used)) = &mut self.kept
-            && used.elapsed() > IDLE_BEFORE_CHECK
-            && let Err(error) = held.ping().await
-        {
-            tracing::info!(%error, "the writer's idle connection is replaced");
-            self.drop_kept();
-        }
         let kept = match self.kept.take() {
             Some(kept) => kept,
             None => (self.pool.acquire().await?, Instant::now()),
