@@ -1891,8 +1891,11 @@ async fn a_stalled_http2_connection_stays_within_a_budget() {
         taken.values().sum::<u64>() <= 33,
         "32 streams at once: {taken:?}"
     );
+    // Three times the 64 MiB budget: the held answers plus what the allocator keeps of
+    // the refused ones (150 MiB once beside the whole suite). Without the budget the 32
+    // answers held at once grow it by about 690 MiB.
     assert!(
-        rss_after - rss_before < 128.0,
+        rss_after - rss_before < 192.0,
         "{rss_before:.0} -> {rss_after:.0} MiB"
     );
     assert!(matches!(during.status, 200 | 429), "{}", during.text);
