@@ -89,7 +89,7 @@ async fn a_database_outage_answers_503_and_recovers() {
 }
 
 /// Postgres restarted while the server sat idle: the writer's kept connection is dead, and
-/// the first report after it is committed all the same, its `BEGIN` tried once more on a
+/// the first report after it is committed all the same, its batch tried once more on a
 /// new connection (where a ping before every write after a pause cost a round trip), not
 /// refused with 503.
 #[tokio::test]
