@@ -1,4 +1,10 @@
-//! A faithful fake of the Kubernetes API server, for the modes that ask it: HTTPS with its
+//! A fake of the Kubernetes API server, kept only for what a real one cannot be made to do
+//! on demand: fail (`fail_jwks`, `fail_reviews`), answer slowly (`delay_reviews`), flap,
+//! and count the calls it serves (the caching and rate-limit cases of `security.rs` and
+//! `hostile.rs`). The cases a real API server can express run against the real
+//! kube-apiserver and etcd (`cluster.rs`); `tests/e2e/cluster.rs` lists what stays here.
+//!
+//! What it serves, for the modes that ask it: HTTPS with its
 //! own CA, reached through a generated kubeconfig by the real `kube` client; OIDC discovery
 //! and the service-account JWKS; TokenReview and SubjectAccessReview with their real JSON
 //! shapes (k8s-openapi's types). It counts the requests it serves.

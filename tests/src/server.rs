@@ -13,7 +13,6 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::eventually;
-use crate::fake_kube::FakeKube;
 use crate::tokens::{self, CONTROLLER, ISSUER, READER};
 
 /// A connection pool to a test server's database, on its own driver.
@@ -127,10 +126,11 @@ pub enum Auth<'a> {
     /// cases test one rule of a report apart from the pod binding, whose own cases ask
     /// for it.
     TestKeys,
-    /// Asks `kube`, the fake API server, as the flags say (`--kube-jwks`,
-    /// `--token-review`). Reports need an expectation, the default that these servers are
-    /// there to show.
-    Kube(&'a FakeKube),
+    /// Asks the Kubernetes API server of this kubeconfig (the real one of
+    /// [`crate::cluster`] or the fake of [`crate::fake_kube`]) as the flags say
+    /// (`--kube-jwks`, `--token-review`, `--rbac`). Reports need an expectation, the default
+    /// that these servers are there to show.
+    Kube(&'a Path),
     /// `--auth none`.
     None,
     /// No flag about authentication: the server's default on loopback, dev auth.
@@ -260,8 +260,8 @@ impl<'a> Builder<'a> {
                     command.arg("--require-expectation=false");
                 }
             }
-            Auth::Kube(kube) => {
-                command.env("KUBECONFIG", &kube.kubeconfig);
+            Auth::Kube(kubeconfig) => {
+                command.env("KUBECONFIG", kubeconfig);
             }
             Auth::None => {
                 command.args(["--auth", "none"]);

@@ -175,7 +175,7 @@ async fn a_registered_pod_uid_refuses_another_pod(backend: Backend) {
 async fn the_default_with_the_cluster_keys_requires_expectations(backend: Backend) {
     let kube = FakeKube::start().await;
     let server = TestServer::builder(backend)
-        .auth(Auth::Kube(&kube))
+        .auth(Auth::Kube(&kube.kubeconfig))
         .flags(&["--kube-jwks"])
         .start()
         .await;

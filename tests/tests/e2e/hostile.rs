@@ -1087,7 +1087,7 @@ async fn whoami_all(
 async fn garbage_never_reaches_token_review() {
     let kube = FakeKube::start().await;
     let server = TestServer::builder(Backend::Sqlite)
-        .auth(Auth::Kube(&kube))
+        .auth(Auth::Kube(&kube.kubeconfig))
         .flags(&["--token-review", "--kube-api-qps", "5"])
         .start()
         .await;
@@ -1155,7 +1155,7 @@ async fn garbage_never_reaches_token_review() {
 async fn a_slow_api_server_gets_bounded_waits() {
     let kube = FakeKube::start().await;
     let server = TestServer::builder(Backend::Sqlite)
-        .auth(Auth::Kube(&kube))
+        .auth(Auth::Kube(&kube.kubeconfig))
         .flags(&["--token-review"])
         .start()
         .await;
@@ -1201,7 +1201,7 @@ async fn a_slow_api_server_gets_bounded_waits() {
 async fn rbac_floods_stay_off_the_api_server() {
     let kube = FakeKube::start().await;
     let server = TestServer::builder(Backend::Sqlite)
-        .auth(Auth::Kube(&kube))
+        .auth(Auth::Kube(&kube.kubeconfig))
         .flags(&["--kube-jwks", "--rbac", "--kube-api-qps", "5"])
         .start()
         .await;
@@ -1625,7 +1625,7 @@ async fn a_failing_api_servers_detail_stays_in_the_log() {
             _ => &["--token-review"],
         };
         let server = TestServer::builder(Backend::Sqlite)
-            .auth(Auth::Kube(&kube))
+            .auth(Auth::Kube(&kube.kubeconfig))
             .flags(flags)
             .start()
             .await;

@@ -31,6 +31,7 @@ mod auth;
 mod bad_input;
 mod binding;
 mod cli;
+mod cluster;
 mod concurrency;
 mod controller;
 mod cron;

@@ -1,6 +1,8 @@
 //! The security issue's attack suite, against the real binary in each way it can verify
-//! tokens (`--jwks-file`, `--kube-jwks`, `--token-review`), plus key rotation, caching,
-//! RBAC, unbound executor tokens and TLS.
+//! tokens (`--jwks-file`, `--kube-jwks`, `--token-review`), plus a failing key endpoint,
+//! caching, unbound executor tokens and TLS. The cluster's own tokens, key rotation,
+//! TokenReview's refusals and `--rbac`'s decisions run against the real API server in
+//! `cluster.rs`; the cases here that use the fake one say why in `cluster.rs`'s header.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -51,7 +53,7 @@ async fn start_on(backend: Backend, mode: Mode, flags: &[&str]) -> (Option<FakeK
                 .chain(flags.iter().copied())
                 .collect();
             let server = TestServer::builder(backend)
-                .auth(Auth::Kube(&kube))
+                .auth(Auth::Kube(&kube.kubeconfig))
                 .flags(&all)
                 .start()
                 .await;
@@ -602,7 +604,7 @@ async fn readiness_waits_for_the_cluster_keys() {
     let kube = FakeKube::start().await;
     kube.fail_jwks(true);
     let server = TestServer::builder(Backend::Sqlite)
-        .auth(Auth::Kube(&kube))
+        .auth(Auth::Kube(&kube.kubeconfig))
         .flags(&["--kube-jwks"])
         .start()
         .await;
@@ -641,80 +643,10 @@ async fn token_reviews_are_cached() {
 }
 
 #[tokio::test]
-async fn rbac_decides_reads_and_controller_operations() {
-    let kube = FakeKube::start().await;
-    let server = TestServer::builder(Backend::Sqlite)
-        .auth(Auth::Kube(&kube))
-        .flags(&["--kube-jwks", "--rbac"])
-        .start()
-        .await;
-    server.wait_ready().await;
-    let reader = tokens::user_token(READER);
-    let controller = tokens::user_token(CONTROLLER);
-    let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results");
-    // Denials are cached for 30 s, so the grant below is tried where nothing was denied.
-    let elsewhere = format!("/api/v1/namespaces/team-b/workflows/{WF}/results");
-    let denied = server.get(&elsewhere, Some(&reader)).await;
-    assert_eq!(
-        (denied.status, denied.json["code"].as_str()),
-        (403, Some("forbidden"))
-    );
-    assert!(denied.text.contains("RBAC"), "{}", denied.text);
-
-    kube.grant(READER, "list", Some(NS));
-    kube.grant(CONTROLLER, "create", None);
-    assert_eq!(server.get(&list, Some(&reader)).await.status, 200);
-    assert_eq!(
-        server.get(&elsewhere, Some(&reader)).await.status,
-        403,
-        "granted in {NS} only"
-    );
-    assert_eq!(
-        server.get("/api/v1/results", Some(&reader)).await.status,
-        403,
-        "cluster-wide list"
-    );
-    assert_eq!(
-        server
-            .get(&format!("/api/v1/results?namespace={NS}"), Some(&reader))
-            .await
-            .status,
-        200
-    );
-    let s = step(1);
-    let expected = server
-        .raw(
-            Method::PUT,
-            &format!(
-                "/api/v1/namespaces/{NS}/workflows/{WF}/nodes/{}/expectation",
-                s.node_id
-            ),
-            Some(&controller),
-            Some("application/json"),
-            serde_json::to_string(&s.expectation()).expect("json"),
-        )
-        .await;
-    assert_eq!(expected.status, 201);
-    let delete = server
-        .raw(
-            Method::DELETE,
-            &format!("{list}?workflowUid=x"),
-            Some(&controller),
-            None,
-            Vec::new(),
-        )
-        .await;
-    assert_eq!(delete.status, 403, "create does not grant delete");
-    assert!(kube.count("subjectaccessreviews") >= 4);
-    let whoami = server.get("/api/v1/whoami", Some(&controller)).await;
-    assert_eq!(whoami.json["roles"], serde_json::json!(["controller"]));
-}
-
-#[tokio::test]
 async fn unbound_executor_tokens_need_the_option_and_rbac() {
     let kube = FakeKube::start().await;
     let server = TestServer::builder(Backend::Sqlite)
-        .auth(Auth::Kube(&kube))
+        .auth(Auth::Kube(&kube.kubeconfig))
         .flags(&["--token-review", "--allow-unbound-executor-tokens"])
         .start()
         .await;
@@ -768,7 +700,7 @@ async fn unbound_executor_tokens_need_the_option_and_rbac() {
 
     // Without the option the same token is refused, and the detail says how to enable it.
     let strict = TestServer::builder(Backend::Sqlite)
-        .auth(Auth::Kube(&kube))
+        .auth(Auth::Kube(&kube.kubeconfig))
         .flags(&["--token-review"])
         .start()
         .await;
