@@ -1,22 +1,18 @@
 //! API sections 2 and 8: with `--require-expectation` a pod may report only a node whose
 //! expectation names it, so it can neither win the race for a node whose name it fits nor
 //! invent a workflow incarnation. The default follows how tokens are checked: on with the
-//! cluster's keys, a JWKS file or TokenReview; off with dev auth (`embedded.rs`).
-
-use std::time::Duration;
+//! cluster's keys, a JWKS file or TokenReview; off with dev auth (`embedded.rs`). With the cluster's own tokens: `cluster.rs`.
 
 use argo_results_client::proto::{ExpectationRequest, NodeResult, ProblemCode, ReportRequest};
 use argo_results_client::{Answer, ClientError};
-use argo_results_tests::fake_kube::FakeKube;
 use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
-use argo_results_tests::{Auth, Backend, TestServer, eventually};
+use argo_results_tests::{Backend, TestServer};
 
 on_both_backends!(
     a_pod_reports_only_a_node_registered_for_it,
     an_impostor_whose_name_fits_cannot_take_the_node,
     an_invented_incarnation_creates_nothing,
     a_registered_pod_uid_refuses_another_pod,
-    the_default_with_the_cluster_keys_requires_expectations,
 );
 
 const REQUIRED: &[&str] = &["--require-expectation"];
@@ -170,25 +166,4 @@ async fn a_registered_pod_uid_refuses_another_pod(backend: Backend) {
         );
     }
     server.complete(&restarted, 2).await;
-}
-
-async fn the_default_with_the_cluster_keys_requires_expectations(backend: Backend) {
-    let kube = FakeKube::start().await;
-    let server = TestServer::builder(backend)
-        .auth(Auth::Kube(&kube.kubeconfig))
-        .flags(&["--kube-jwks"])
-        .start()
-        .await;
-    let s = step(1);
-    // The cluster's keys load in the background; until then the answer is 503.
-    let loaded = async || {
-        let answer = server.send(&s, &s.report(Some(1), true, None)).await;
-        let unavailable = answer
-            .as_ref()
-            .is_err_and(|error| error.code() == Some(ProblemCode::Unavailable));
-        (!unavailable).then_some(answer)
-    };
-    let answer = eventually("the cluster's keys load", Duration::from_secs(10), loaded).await;
-    not_expected(answer);
-    nothing_stored(&server).await;
 }

@@ -17,10 +17,8 @@
 //! - claims no API server issues (a wrong `sub`, a forged `kubernetes.io` claim, another
 //!   algorithm), signed by a key it trusts: `security.rs`'s attack suite with
 //!   `--kube-jwks` and `--token-review`;
-//! - not moved yet: `security.rs` `unbound_executor_tokens_need_the_option_and_rbac`
-//!   (grants toggled on the fake) and `binding.rs`
-//!   `the_default_with_the_cluster_keys_requires_expectations` on Postgres (its SQLite case
-//!   is `kube_jwks_accepts_the_tokens_the_cluster_issues` here).
+//! - a token that has expired: the API server issues none shorter than 10 minutes, so
+//!   expiry stays with the attack suite's tokens (`security.rs`) and `auth.rs`.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -189,10 +187,11 @@ fn code(result: Result<(), ClientError>) -> Option<ProblemCode> {
     error.code()
 }
 
-#[tokio::test]
-async fn kube_jwks_accepts_the_tokens_the_cluster_issues() {
+on_both_backends!(kube_jwks_accepts_the_tokens_the_cluster_issues);
+
+async fn kube_jwks_accepts_the_tokens_the_cluster_issues(backend: Backend) {
     let cluster = cluster();
-    let server = server(cluster, Backend::Sqlite, &["--kube-jwks"]).await;
+    let server = server(cluster, backend, &["--kube-jwks"]).await;
     let namespace = cluster.namespace("jwks").await;
     let controller = server.client(Some(account_token(cluster, CONTROLLER).await));
     let pod = Pod::create(cluster, &namespace, 1529417051).await;
@@ -357,16 +356,69 @@ async fn kube_jwks_follows_a_key_rotation_without_a_restart() {
     assert_eq!(whoami_status(&server, &new).await, 200);
 }
 
-/// A reader of one namespace: a ServiceAccount with a RoleBinding to `deploy/base`'s
-/// `argo-results-reader` there, as docs/security.md tells an operator to grant it.
-async fn namespace_reader(cluster: &Cluster, namespace: &str) -> String {
-    cluster.service_account(namespace, "team-reader").await;
+#[tokio::test]
+async fn unbound_executor_tokens_need_the_option_and_rbac() {
+    let cluster = cluster();
+    let flags = ["--token-review", "--allow-unbound-executor-tokens"];
+    let lenient = server(cluster, Backend::Sqlite, &flags).await;
+    let namespace = cluster.namespace("unbound").await;
+    let controller = lenient.client(Some(account_token(cluster, CONTROLLER).await));
+    // An executor whose token names no pod: granted `create` by deploy/base's
+    // argo-results-executor in this namespace, and another that is not.
+    let executor = granted_in(
+        cluster,
+        &namespace,
+        "workflow-executor",
+        "argo-results-executor",
+    )
+    .await;
+    cluster.service_account(&namespace, "other-executor").await;
+    let ungranted = cluster
+        .token(&namespace, "other-executor", AUDIENCE, None, 3600)
+        .await;
+    // The Pod exists; the token does not name it, so the UID the controller registered is
+    // what binds the row.
+    let pod = Pod::create(cluster, &namespace, 1529417070).await;
+    controller
+        .expect(&namespace, WF, &pod.node(), &pod.expectation())
+        .await
+        .expect("registered");
+    let refused = pod.report_with(&lenient, &ungranted).await;
+    assert_eq!(code(refused), Some(ProblemCode::Forbidden), "no RBAC grant");
+    pod.report_with(&lenient, &executor)
+        .await
+        .expect("the granted executor reports");
+    let stored = controller
+        .get_result(&namespace, WF, &pod.node(), None)
+        .await
+        .expect("stored");
+    assert_eq!(stored.pod_uid.as_deref(), Some(pod.uid.as_str()));
+
+    // Without the option the same token is refused, and the answer says how to enable it.
+    let strict = server(cluster, Backend::Sqlite, &["--token-review"]).await;
+    let answer = strict
+        .client(Some(executor))
+        .report(&namespace, WF, &pod.node(), &pod.report())
+        .await
+        .expect_err("refused");
+    assert_eq!(answer.code(), Some(ProblemCode::Forbidden));
+    assert!(
+        answer
+            .to_string()
+            .contains("--allow-unbound-executor-tokens"),
+        "{answer}"
+    );
+}
+
+/// A ServiceAccount `account` of `namespace` granted `deploy/base`'s ClusterRole `role`
+/// there by a RoleBinding, as docs/security.md tells an operator to grant it; its token.
+async fn granted_in(cluster: &Cluster, namespace: &str, account: &str, role: &str) -> String {
+    cluster.service_account(namespace, account).await;
     let binding = serde_json::json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "team-reader", "namespace": namespace},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": "argo-results-reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "team-reader", "namespace": namespace}],
+        "metadata": {"name": account, "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
     });
     cluster
         .call(
@@ -376,7 +428,7 @@ async fn namespace_reader(cluster: &Cluster, namespace: &str) -> String {
         )
         .await;
     cluster
-        .token(namespace, "team-reader", AUDIENCE, None, 3600)
+        .token(namespace, account, AUDIENCE, None, 3600)
         .await
 }
 
@@ -388,9 +440,11 @@ async fn rbac_decisions(cluster: &Cluster) -> Vec<String> {
     let elsewhere = cluster.namespace("elsewhere").await;
     let controller = account_token(cluster, CONTROLLER).await;
     let argo_server = account_token(cluster, READER).await;
-    let reader = namespace_reader(cluster, &team).await;
-    cluster.service_account(&team, "stranger").await;
-    let stranger = cluster.token(&team, "stranger", AUDIENCE, None, 3600).await;
+    let reader = granted_in(cluster, &team, "team-reader", "argo-results-reader").await;
+    let stranger = {
+        cluster.service_account(&team, "stranger").await;
+        cluster.token(&team, "stranger", AUDIENCE, None, 3600).await
+    };
     let pod = Pod::create(cluster, &team, 1529417060).await;
 
     let list = |namespace: &str| format!("/api/v1/namespaces/{namespace}/workflows/{WF}/results");

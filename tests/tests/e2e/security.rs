@@ -1,7 +1,7 @@
 //! The security issue's attack suite, against the real binary in each way it can verify
 //! tokens (`--jwks-file`, `--kube-jwks`, `--token-review`), plus a failing key endpoint,
-//! caching, unbound executor tokens and TLS. The cluster's own tokens, key rotation,
-//! TokenReview's refusals and `--rbac`'s decisions run against the real API server in
+//! caching and TLS. The cluster's own tokens, key rotation, TokenReview's refusals,
+//! unbound executor tokens and `--rbac`'s decisions run against the real API server in
 //! `cluster.rs`; the cases here that use the fake one say why in `cluster.rs`'s header.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -639,86 +639,6 @@ async fn token_reviews_are_cached() {
     assert!(
         (1..=2).contains(&reviews),
         "{reviews} TokenReviews for one token used 20 times"
-    );
-}
-
-#[tokio::test]
-async fn unbound_executor_tokens_need_the_option_and_rbac() {
-    let kube = FakeKube::start().await;
-    let server = TestServer::builder(Backend::Sqlite)
-        .auth(Auth::Kube(&kube.kubeconfig))
-        .flags(&["--token-review", "--allow-unbound-executor-tokens"])
-        .start()
-        .await;
-    let executor = "system:serviceaccount:argo:workflow-executor";
-    let token = tokens::user_token(executor);
-    // Denials are cached for 30 s: the refusal is shown with another executor account.
-    let ungranted = tokens::user_token("system:serviceaccount:argo:other-executor");
-    let s = step(1);
-    // The token names no pod: the UID the controller registered is what binds the row.
-    server
-        .controller()
-        .expect(NS, WF, &s.node_id, &s.expectation())
-        .await
-        .expect("expectation");
-    let report = |namespace: &str| {
-        let path = format!(
-            "/api/v1/namespaces/{namespace}/workflows/{WF}/nodes/{}/result",
-            s.node_id
-        );
-        let body =
-            serde_json::to_string(&s.report(Some(1), true, Some(&outputs(1)))).expect("json");
-        (path, body)
-    };
-    let (path, body) = report(NS);
-    let refused = server
-        .raw(
-            Method::PUT,
-            &path,
-            Some(&ungranted),
-            Some("application/json"),
-            body.clone(),
-        )
-        .await;
-    assert_eq!(refused.status, 403, "no RBAC grant: {}", refused.text);
-    kube.grant(executor, "create", Some(NS));
-    let stored = server
-        .raw(
-            Method::PUT,
-            &path,
-            Some(&token),
-            Some("application/json"),
-            body,
-        )
-        .await;
-    assert_eq!(stored.status, 200, "{}", stored.text);
-    assert_eq!(
-        stored.json["podUid"],
-        s.pod_uid.as_str(),
-        "bound to the body's pod UID"
-    );
-
-    // Without the option the same token is refused, and the detail says how to enable it.
-    let strict = TestServer::builder(Backend::Sqlite)
-        .auth(Auth::Kube(&kube.kubeconfig))
-        .flags(&["--token-review"])
-        .start()
-        .await;
-    let (path, body) = report(NS);
-    let answer = strict
-        .raw(
-            Method::PUT,
-            &path,
-            Some(&token),
-            Some("application/json"),
-            body,
-        )
-        .await;
-    assert_eq!(answer.status, 403);
-    assert!(
-        answer.text.contains("--allow-unbound-executor-tokens"),
-        "{}",
-        answer.text
     );
 }
 
