@@ -483,6 +483,188 @@ mod tests {
         ));
     }
 
+    /// A live row bound to pod `p1`, last reported at `sequence` with `outputs`.
+    fn live(sequence: i64, outputs: &str) -> Row {
+        first(&report_from("p1", Some(sequence), false, outputs))
+    }
+
+    #[test]
+    fn a_lower_sequence_never_overwrites_a_live_row() {
+        let stored = live(3, r#"{"a":3}"#);
+        let late = report_from("p1", Some(2), false, r#"{"a":2}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &late, &FIRST_WRITER, 2),
+            Decision::Refuse(Refusal::StaleSequence {
+                given: 2,
+                stored: 3
+            })
+        ));
+        // Even when it would change nothing: its sequence says it was overtaken.
+        let late_replay = report_from("p1", Some(2), false, r#"{"a":3}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &late_replay, &FIRST_WRITER, 2),
+            Decision::Refuse(Refusal::StaleSequence {
+                given: 2,
+                stored: 3
+            })
+        ));
+    }
+
+    #[test]
+    fn a_sequence_reused_with_other_content_is_refused_on_a_live_row() {
+        let stored = live(2, r#"{"a":1}"#);
+        let other = report_from("p1", Some(2), false, r#"{"a":2}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &other, &FIRST_WRITER, 2),
+            Decision::Refuse(Refusal::SequenceReused { given: 2 })
+        ));
+        // The same sequence made final is other content too: a retry repeats its report.
+        let made_final = report_from("p1", Some(2), true, r#"{"a":1}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &made_final, &FIRST_WRITER, 2),
+            Decision::Refuse(Refusal::SequenceReused { given: 2 })
+        ));
+        let retry = report_from("p1", Some(2), false, r#"{"a":1}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &retry, &FIRST_WRITER, 2),
+            Decision::Unchanged(row) if row == stored
+        ));
+    }
+
+    #[test]
+    fn a_completed_row_refuses_a_later_report() {
+        let done = first(&report_from("p1", Some(2), true, r#"{"a":1}"#));
+        let progress = report_from("p1", Some(3), false, r#"{"late":1}"#);
+        let other_final = report_from("p1", Some(3), true, r#"{"a":2}"#);
+        for later in [progress, other_final] {
+            assert!(matches!(
+                report(Some(&done), &key(), &later, &FIRST_WRITER, 2),
+                Decision::Frozen(row) if row == done
+            ));
+        }
+    }
+
+    #[test]
+    fn a_replay_with_other_outputs_is_not_unchanged() {
+        let done = first(&report_from("p1", Some(2), true, r#"{"a":1,"b":2}"#));
+        // Another value, another member, another type: each is other content.
+        for outputs in [
+            r#"{"a":1,"b":3}"#,
+            r#"{"c":null,"a":1,"b":2,"d":0}"#,
+            r#"{"b":"2"}"#,
+        ] {
+            let replay = report_from("p1", Some(2), true, outputs);
+            assert!(
+                matches!(
+                    report(Some(&done), &key(), &replay, &FIRST_WRITER, 2),
+                    Decision::Frozen(_)
+                ),
+                "{outputs}"
+            );
+        }
+    }
+
+    #[test]
+    fn another_controller_instance_is_refused() {
+        let mut with_instance = report_from("p1", Some(1), false, "{}");
+        with_instance.instance_id = Some("ctrl-a".into());
+        let stored = first(&with_instance);
+        let mut other = report_from("p1", Some(2), false, r#"{"a":1}"#);
+        other.instance_id = Some("ctrl-b".into());
+        assert!(matches!(
+            report(Some(&stored), &key(), &other, &FIRST_WRITER, 2),
+            Decision::Refuse(Refusal::InstanceMismatch { stored, given })
+                if stored == "ctrl-a" && given == "ctrl-b"
+        ));
+    }
+
+    #[test]
+    fn a_workflow_uid_stored_under_another_name_is_refused() {
+        let stored = live(1, "{}");
+        let renamed = ResultKey {
+            workflow: "wf-other".into(),
+            ..key()
+        };
+        let mismatch = |decision| {
+            matches!(
+                decision,
+                Decision::Refuse(Refusal::WorkflowMismatch { ref stored, ref given, .. })
+                    if stored == "wf" && given == "wf-other"
+            )
+        };
+        let next = report_from("p1", Some(2), false, "{}");
+        assert!(mismatch(report(
+            Some(&stored),
+            &renamed,
+            &next,
+            &FIRST_WRITER,
+            2
+        )));
+        let expectation = Expectation {
+            pod_name: "wf-1".into(),
+            pod_uid: Some("p2".into()),
+        };
+        assert!(mismatch(expect(Some(&stored), &renamed, &expectation, 2)));
+        assert!(mismatch(abandon(Some(&stored), &renamed, "gone", 2)));
+    }
+
+    #[test]
+    fn abandoning_nothing_is_not_found_and_a_completed_result_stays() {
+        assert!(matches!(
+            abandon(None, &key(), "gone", 1),
+            Decision::Refuse(Refusal::NotFound { node_id }) if node_id == "wf-1"
+        ));
+        let done = first(&report_from("p1", Some(2), true, r#"{"a":1}"#));
+        assert!(matches!(
+            abandon(Some(&done), &key(), "gone", 2),
+            Decision::Frozen(row) if row == done
+        ));
+        let abandoned = written(abandon(Some(&live(1, "{}")), &key(), "gone", 2));
+        assert_eq!(
+            (abandoned.state, abandoned.abandon_reason.as_deref()),
+            (ResultState::Abandoned, Some("gone"))
+        );
+        assert!(matches!(
+            abandon(Some(&abandoned), &key(), "again", 3),
+            Decision::Unchanged(row) if row == abandoned
+        ));
+    }
+
+    #[test]
+    fn a_frozen_row_refuses_an_expectation_naming_another_pod() {
+        let done = first(&report_from("p1", Some(2), true, r#"{"a":1}"#));
+        let mut abandoned = done.clone();
+        abandoned.state = ResultState::Abandoned;
+        let same = Expectation {
+            pod_name: "wf-1".into(),
+            pod_uid: Some("p1".into()),
+        };
+        let other_uid = Expectation {
+            pod_uid: Some("p2".into()),
+            ..same.clone()
+        };
+        let other_name = Expectation {
+            pod_name: "wf-main-1".into(),
+            pod_uid: None,
+        };
+        for frozen in [&done, &abandoned] {
+            assert!(matches!(
+                expect(Some(frozen), &key(), &same, 3),
+                Decision::Unchanged(row) if row == *frozen
+            ));
+            for other in [&other_uid, &other_name] {
+                assert!(
+                    matches!(
+                        expect(Some(frozen), &key(), other, 3),
+                        Decision::Frozen(row) if row == *frozen
+                    ),
+                    "{:?} {other:?}",
+                    frozen.state
+                );
+            }
+        }
+    }
+
     #[test]
     fn an_expectation_for_a_new_pod_resets_a_live_row() {
         let live = first(&report_from("p1", Some(3), false, "{}"));
