@@ -191,3 +191,214 @@ pub fn tombstones(head: i64, deleted: Vec<Deleted>) -> Result<Vec<Change>, Corru
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use argo_results_proto::ResultState;
+
+    use super::*;
+    use crate::request::Report;
+
+    const POLICY: ReportPolicy = ReportPolicy {
+        require_expectation: false,
+        max_outputs_bytes: 1 << 20,
+    };
+
+    fn key(node_id: &str) -> ResultKey {
+        ResultKey {
+            namespace: "argo".into(),
+            workflow: "wf".into(),
+            workflow_uid: "uid-1".into(),
+            node_id: node_id.into(),
+        }
+    }
+
+    fn report(sequence: i64, is_final: bool, outputs: &str) -> Write {
+        Write::Report(Report {
+            pod_name: "wf-1".into(),
+            pod_uid: "p1".into(),
+            instance_id: None,
+            sequence: Some(sequence),
+            is_final,
+            outputs: Some(outputs.into()),
+            progress: None,
+            phase: None,
+            message: None,
+        })
+    }
+
+    fn plan_of(writes: &[(ResultKey, Write)], head: i64, stored: Vec<Row>) -> Planned {
+        let pairs: Vec<(&ResultKey, &Write)> = writes.iter().map(|(k, w)| (k, w)).collect();
+        plan(&pairs, head, stored, &POLICY, 1).expect("no corrupt row")
+    }
+
+    fn outcome(planned: &Result<Written, Rejected>) -> (Outcome, i64) {
+        match planned {
+            Ok(written) => (written.outcome, written.result.revision),
+            Err(rejected) => panic!("expected a write, got {rejected:?}"),
+        }
+    }
+
+    fn feed_item(change: &Change) -> FeedItem {
+        serde_json::from_str(&change.item).expect("a feed item")
+    }
+
+    /// The node and revision of an upsert, and the revision of its result.
+    fn upserted(change: &Change) -> (String, i64, i64) {
+        match feed_item(change) {
+            FeedItem::Upserted { revision, result } => (result.node_id, revision, result.revision),
+            other => panic!("expected an upsert, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_change_is_numbered_after_the_head_in_order() {
+        let writes = [
+            (key("a"), report(1, false, r#"{"x":1}"#)),
+            (key("b"), report(1, true, "{}")),
+            (key("a"), report(2, true, r#"{"y":2}"#)),
+        ];
+        let planned = plan_of(&writes, 10, Vec::new());
+        let outcomes: Vec<_> = planned.outcomes.iter().map(outcome).collect();
+        assert_eq!(
+            outcomes,
+            [
+                (Outcome::Created, 11),
+                (Outcome::Created, 12),
+                (Outcome::Updated, 13)
+            ]
+        );
+        let batch = planned.batch.expect("something changed");
+        assert_eq!(batch.head, 13);
+        // Every write is in the feed, the intermediate state of `a` included.
+        let changes: Vec<_> = batch.changes.iter().map(upserted).collect();
+        assert_eq!(
+            changes,
+            [
+                ("a".into(), 11, 11),
+                ("b".into(), 12, 12),
+                ("a".into(), 13, 13)
+            ]
+        );
+        assert!(
+            batch
+                .changes
+                .iter()
+                .all(|change| change.namespace == "argo")
+        );
+        // Only each row's last state is stored, in the order of its first write.
+        let rows: Vec<_> = batch
+            .rows
+            .iter()
+            .map(|row| {
+                (
+                    row.node_id.as_str(),
+                    row.revision,
+                    row.created_revision,
+                    row.state,
+                    row.outputs.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "a",
+                    13,
+                    11,
+                    ResultState::Completed,
+                    Some(r#"{"x":1,"y":2}"#)
+                ),
+                ("b", 12, 12, ResultState::Completed, Some("{}")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_write_is_judged_on_the_row_as_the_writes_before_it_left_it() {
+        let writes = [
+            (key("a"), report(2, false, r#"{"x":2}"#)),
+            (key("a"), report(1, false, r#"{"x":1}"#)),
+        ];
+        let planned = plan_of(&writes, 0, Vec::new());
+        assert!(matches!(
+            planned.outcomes[1],
+            Err(Rejected::Refused(Refusal::StaleSequence {
+                given: 1,
+                stored: 2
+            }))
+        ));
+        let batch = planned.batch.expect("the first write changed a row");
+        assert_eq!((batch.head, batch.changes.len()), (1, 1));
+        assert_eq!(batch.rows[0].outputs.as_deref(), Some(r#"{"x":2}"#));
+    }
+
+    #[test]
+    fn refused_and_unchanged_writes_number_nothing() {
+        let done = plan_of(&[(key("a"), report(2, true, r#"{"x":1}"#))], 3, Vec::new())
+            .batch
+            .expect("a created row")
+            .rows;
+        let writes = [
+            (key("a"), report(2, true, r#"{"x":1}"#)),
+            (key("a"), report(3, false, r#"{"x":2}"#)),
+            (key("b"), Write::Abandon("gone".into())),
+        ];
+        let planned = plan_of(&writes, 7, done);
+        assert_eq!(outcome(&planned.outcomes[0]), (Outcome::Unchanged, 4));
+        // A frozen row is refused with the row as stored, for the caller's `current`.
+        assert!(matches!(
+            &planned.outcomes[1],
+            Err(Rejected::Refused(Refusal::Frozen { current }))
+                if current.revision == 4 && current.state == ResultState::Completed
+        ));
+        assert!(matches!(
+            &planned.outcomes[2],
+            Err(Rejected::Refused(Refusal::NotFound { node_id })) if node_id == "b"
+        ));
+        assert!(planned.batch.is_none(), "nothing to commit");
+    }
+
+    fn deleted(node_id: &str) -> Deleted {
+        Deleted {
+            namespace: "argo".into(),
+            workflow: "wf".into(),
+            workflow_uid: "uid-1".into(),
+            node_id: node_id.into(),
+        }
+    }
+
+    #[test]
+    fn a_tombstone_for_each_deleted_result_follows_the_head_in_order() {
+        let changes = tombstones(7, vec![deleted("b"), deleted("a")]).expect("serializes");
+        let items: Vec<_> = changes
+            .iter()
+            .map(|change| match feed_item(change) {
+                FeedItem::Deleted {
+                    revision,
+                    namespace,
+                    workflow,
+                    workflow_uid,
+                    node_id,
+                } => {
+                    assert_eq!(change.revision, revision);
+                    assert_eq!(change.namespace, namespace);
+                    (revision, namespace, workflow, workflow_uid, node_id)
+                }
+                other => panic!("expected a tombstone, got {other:?}"),
+            })
+            .collect();
+        let tombstone = |revision: i64, node: &str| {
+            (
+                revision,
+                "argo".to_owned(),
+                "wf".to_owned(),
+                "uid-1".to_owned(),
+                node.to_owned(),
+            )
+        };
+        assert_eq!(items, [tombstone(8, "b"), tombstone(9, "a")]);
+        assert!(tombstones(7, Vec::new()).expect("nothing").is_empty());
+    }
+}
