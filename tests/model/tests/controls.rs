@@ -18,9 +18,6 @@ use argo_results_rules::{NewClaim, Refusal};
 use serde_json::Value;
 use stateright::Model;
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Checks `model` until `property` fails, and prints the counterexample. The rows the
 /// counterexample gives must be in the shared decision table already: the regression test
 /// that Rust and Go run for the bug the control puts back.
