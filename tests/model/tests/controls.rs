@@ -3,15 +3,16 @@
 //! prove nothing. Each prints `control <name>: caught <property>, counterexample of <K>
 //! steps`, then the counterexample.
 
-use argo_results_client::controller::PodPhase;
+use argo_results_client::controller::{Decision, PodPhase, decide};
 use argo_results_model::check::control;
 use argo_results_model::cron::{self, Cron, EVERY_DUE_TICK_RUNS, ONE_LIVE_HOLDER};
 use argo_results_model::results::{
-    ACKNOWLEDGED_NEVER_LOST, Config, Hooks, NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE,
-    PodView, RESTORE_NOTICED, Results, SUCCEEDED_HAS_ITS_OUTPUTS, Template,
+    ACKNOWLEDGED_NEVER_LOST, Config, FAILED_NEVER_SUCCEEDED, Hooks, NO_HANG_AFTER_POD_ENDS,
+    POD_WRITES_ONLY_ITS_NODE, PodView, RESTORE_NOTICED, Results, SUCCEEDED_HAS_ITS_OUTPUTS,
+    Template,
 };
 use argo_results_model::trace::{DECISIONS_FILE, Narrate, render};
-use argo_results_proto::ClaimState;
+use argo_results_proto::{ClaimState, NodeResult, ResultState};
 use argo_results_rules::claim::{ClaimDecision, ClaimRow};
 use argo_results_rules::feed::FeedBounds;
 use argo_results_rules::{NewClaim, Refusal};
@@ -132,6 +133,30 @@ fn merge_replaces_outputs() {
         "merge-replaces-outputs",
         results(Config::every_fault(Template::Resource), hooks),
         SUCCEEDED_HAS_ITS_OUTPUTS,
+    );
+}
+
+/// A failed pod's completed result decides the node as a vanished pod's does, by the phase
+/// `wait` reported: a pod evicted after its final report said Succeeded then succeeds.
+fn by_report_when_failed(pod: PodPhase, result: Option<&NodeResult>) -> Decision {
+    match result {
+        Some(result) if pod == PodPhase::Failed && result.state == ResultState::Completed => {
+            decide(PodPhase::Gone, Some(result))
+        }
+        _ => decide(pod, result),
+    }
+}
+
+#[test]
+fn failed_pod_decided_by_its_report() {
+    let hooks = Hooks {
+        decide: by_report_when_failed,
+        ..Hooks::product()
+    };
+    caught(
+        "failed-pod-decided-by-its-report",
+        results(Config::every_fault(Template::Container), hooks),
+        FAILED_NEVER_SUCCEEDED,
     );
 }
 

@@ -7,7 +7,7 @@
 
 use argo_results_client::ClientError;
 use argo_results_client::controller::known::Known;
-use argo_results_client::controller::{Decision, PodPhase, WorkflowRef, decide};
+use argo_results_client::controller::{Decision, PodPhase, WorkflowRef};
 use argo_results_proto::{NodeResult, Problem, ProblemCode};
 use argo_results_rules::{Expectation, Refusal, Rejected, Write, Written};
 use serde_json::value::RawValue;
@@ -190,7 +190,7 @@ impl Results {
             return false;
         };
         let known = world.controller.known.result(WORKFLOW_UID, &node.node_id());
-        let decision = match decide(view.phase, known) {
+        let decision = match (self.hooks.decide)(view.phase, known) {
             Decision::Settle { reason } if (self.hooks.settles)(&view) => {
                 let mut outcomes = world
                     .server
@@ -207,6 +207,7 @@ impl Results {
             decision => decision,
         };
         world.ghost.final_acked[i] = world.ghost.acked[i].iter().any(|r| r.is_final);
+        world.ghost.decided_from[i] = Some(view.phase);
         world.controller.decided[i] = Some(decision);
         true
     }

@@ -9,16 +9,17 @@ mod pod;
 mod properties;
 mod server;
 
-use argo_results_client::controller::PodPhase;
+use argo_results_client::controller::{Decision, PodPhase};
+use argo_results_proto::NodeResult;
 use argo_results_rules::Write;
 use stateright::{Model, Property};
 
 pub use controller::{Controller, PodView};
 pub use pod::{Ending, Node, Pod, Step, Template};
 pub use properties::{
-    ACKNOWLEDGED_NEVER_LOST, DECIDES_ONLY_ON_COMMITTED, FINAL_REACHES_CONTROLLER,
-    NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE, RESTORE_NOTICED, STALE_NEVER_OVERWRITES,
-    SUCCEEDED_HAS_ITS_OUTPUTS,
+    ACKNOWLEDGED_NEVER_LOST, DECIDES_ONLY_ON_COMMITTED, FAILED_NEVER_SUCCEEDED,
+    FINAL_REACHES_CONTROLLER, NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE, RESTORE_NOTICED,
+    STALE_NEVER_OVERWRITES, SUCCEEDED_HAS_ITS_OUTPUTS,
 };
 pub use server::{Gone, NOW, Store};
 
@@ -167,6 +168,9 @@ pub struct Hooks {
     pub ack_before_commit: bool,
     /// Applied to a stored row before a report is decided on it (the product: nothing).
     pub before_report: fn(&mut Row, &Report),
+    /// The controller's decision on a node from its pod and its result as known (the
+    /// product: `controller::decide`).
+    pub decide: fn(PodPhase, Option<&NodeResult>) -> Decision,
 }
 
 impl std::fmt::Debug for Hooks {
@@ -185,6 +189,7 @@ impl Hooks {
             settles: |_| true,
             ack_before_commit: false,
             before_report: |_, _| {},
+            decide: argo_results_client::controller::decide,
         }
     }
 }
@@ -244,6 +249,9 @@ pub struct Ghost {
     /// Per node, the outputs of each `completed` row committed: one, unless a restore
     /// took a completion back and another followed.
     pub completed: Vec<Vec<Option<String>>>,
+    /// Per node, the pod's phase as the informer showed it when the node was decided: the
+    /// view may move on after (a failed pod collected shows as gone), the decision does not.
+    pub decided_from: Vec<Option<PodPhase>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -367,6 +375,7 @@ impl Results {
                 final_acked: vec![false; n],
                 overwrite: None,
                 completed: vec![Vec::new(); n],
+                decided_from: vec![None; n],
             },
         }
     }

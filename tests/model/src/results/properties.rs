@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use argo_results_client::controller::Decision;
+use argo_results_client::controller::{Decision, PodPhase};
 use argo_results_proto::ResultState;
 use argo_results_rules::{Report, Row};
 use serde_json::value::RawValue;
@@ -21,6 +21,7 @@ pub const DECIDES_ONLY_ON_COMMITTED: &str = "decides-only-on-committed";
 pub const RESTORE_NOTICED: &str = "restore-noticed-never-skipped";
 pub const NO_HANG_AFTER_POD_ENDS: &str = "no-hang-after-pod-ends";
 pub const FINAL_REACHES_CONTROLLER: &str = "acknowledged-final-reaches-controller";
+pub const FAILED_NEVER_SUCCEEDED: &str = "failed-pod-never-succeeded";
 
 pub fn all() -> Vec<Property<Results>> {
     vec![
@@ -63,6 +64,18 @@ pub fn all() -> Vec<Property<Results>> {
                 })
             },
         ),
+        // Argo fails a node whose pod failed (evicted, say) whatever its `wait` reported.
+        Property::always(FAILED_NEVER_SUCCEEDED, |_: &Results, world: &World| {
+            world
+                .controller
+                .decided
+                .iter()
+                .zip(&world.ghost.decided_from)
+                .all(|(decided, from)| {
+                    !(*from == Some(PodPhase::Failed)
+                        && matches!(decided, Some(Decision::Succeeded { .. })))
+                })
+        }),
         Property::always(DECIDES_ONLY_ON_COMMITTED, |_: &Results, world: &World| {
             world
                 .controller
