@@ -7,9 +7,9 @@ use argo_results_client::controller::{Decision, PodPhase, decide};
 use argo_results_model::check::control;
 use argo_results_model::cron::{self, Cron, EVERY_DUE_TICK_RUNS, ONE_LIVE_HOLDER};
 use argo_results_model::results::{
-    ACKNOWLEDGED_NEVER_LOST, Config, FAILED_NEVER_SUCCEEDED, Hooks, NO_HANG_AFTER_POD_ENDS,
-    POD_WRITES_ONLY_ITS_NODE, PodView, RESTORE_NOTICED, Results, SUCCEEDED_HAS_ITS_OUTPUTS,
-    Template,
+    ACKNOWLEDGED_CONTENT_SHOWN, ACKNOWLEDGED_NEVER_LOST, Config, FAILED_NEVER_SUCCEEDED, Hooks,
+    NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE, PodView, RESTORE_NOTICED, Results,
+    STALE_NEVER_OVERWRITES, SUCCEEDED_HAS_ITS_OUTPUTS, Template,
 };
 use argo_results_model::trace::{DECISIONS_FILE, Narrate, render};
 use argo_results_proto::{ClaimState, NodeResult, ResultState};
@@ -133,6 +133,44 @@ fn merge_replaces_outputs() {
         "merge-replaces-outputs",
         results(Config::every_fault(Template::Resource), hooks),
         SUCCEEDED_HAS_ITS_OUTPUTS,
+    );
+}
+
+/// The report rule without `StaleSequence`: a live row's sequence is not compared with a
+/// lower one, which is then written over it.
+#[test]
+fn stale_progress_written() {
+    let hooks = Hooks {
+        before_report: |row, report| {
+            if !row.state.is_frozen() && report.sequence < row.sequence {
+                row.sequence = None;
+            }
+        },
+        ..Hooks::product()
+    };
+    caught(
+        "stale-progress-written",
+        results(Config::progress(), hooks),
+        STALE_NEVER_OVERWRITES,
+    );
+}
+
+/// The report rule without `SequenceReused`: a live row's sequence is not compared with an
+/// equal one, so a report under it with other content is written.
+#[test]
+fn reused_sequence_written() {
+    let hooks = Hooks {
+        before_report: |row, report| {
+            if !row.state.is_frozen() && report.sequence == row.sequence {
+                row.sequence = None;
+            }
+        },
+        ..Hooks::product()
+    };
+    caught(
+        "reused-sequence-written",
+        results(Config::progress(), hooks),
+        ACKNOWLEDGED_CONTENT_SHOWN,
     );
 }
 

@@ -88,6 +88,8 @@ fn one(settings: Vec<String>) -> (Vec<(&'static str, results::Config)>, cron::Co
             "results.hostile" => config.hostile = number() != 0,
             "results.impostor" => config.impostor = number() != 0,
             "results.drop_dead_requests" => config.drop_dead_requests = number() != 0,
+            "results.second_progress" => config.second_progress = number() != 0,
+            "results.sequence_repeats" => config.sequence_repeats = number(),
             "cron.ticks" => cron_config.ticks = number(),
             "cron.claimants" => cron_config.claimants = number(),
             "cron.deaths" => cron_config.deaths = number(),

@@ -17,9 +17,9 @@ use stateright::{Model, Property};
 pub use controller::{Controller, PodView};
 pub use pod::{Ending, Node, Pod, Step, Template};
 pub use properties::{
-    ACKNOWLEDGED_NEVER_LOST, DECIDES_ONLY_ON_COMMITTED, FAILED_NEVER_SUCCEEDED,
-    FINAL_REACHES_CONTROLLER, NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE, RESTORE_NOTICED,
-    STALE_NEVER_OVERWRITES, SUCCEEDED_HAS_ITS_OUTPUTS,
+    ACKNOWLEDGED_CONTENT_SHOWN, ACKNOWLEDGED_NEVER_LOST, DECIDES_ONLY_ON_COMMITTED,
+    FAILED_NEVER_SUCCEEDED, FINAL_REACHES_CONTROLLER, NO_HANG_AFTER_POD_ENDS,
+    POD_WRITES_ONLY_ITS_NODE, RESTORE_NOTICED, STALE_NEVER_OVERWRITES, SUCCEEDED_HAS_ITS_OUTPUTS,
 };
 pub use server::{Gone, NOW, Store};
 
@@ -37,6 +37,11 @@ pub struct Config {
     pub in_sequence: bool,
     /// Attempts a container makes at one report before it gives up.
     pub attempts: u8,
+    /// Container nodes' `wait` reports progress twice (sequences 1 and 2), so that a copy
+    /// of the first can reach the row after the second, while it is live.
+    pub second_progress: bool,
+    /// Second progress reports that draw the first one's sequence (a clock that repeats).
+    pub sequence_repeats: u8,
     /// Writes the server gathers into one transaction (group commit).
     pub batch_max: usize,
     /// Changes per feed page.
@@ -76,6 +81,8 @@ impl Config {
             templates: vec![template],
             in_sequence: true,
             attempts: 2,
+            second_progress: false,
+            sequence_repeats: 0,
             batch_max: 1,
             feed_limit: 8,
             pod_faults: 1,
@@ -108,6 +115,24 @@ impl Config {
         }
     }
 
+    /// One container node whose `wait` reports progress twice, the second time perhaps
+    /// under the first one's sequence: two attempts at each report and a request
+    /// delivered twice, so that copies of a report reach the server after later ones, and
+    /// one pod fault: 174,000 states. No crash of the controller, restore or pruning: they
+    /// do not reorder a pod's reports, and the first two alone (without the pod fault)
+    /// made it 2.8 million.
+    pub fn progress() -> Self {
+        Config {
+            second_progress: true,
+            sequence_repeats: 1,
+            duplicates: 1,
+            controller_crashes: 0,
+            restores: 0,
+            prunes: 0,
+            ..Config::every_fault(Template::Container)
+        }
+    }
+
     /// The worlds `cargo test` checks (docs/protocol.md, "Bounds").
     pub fn ci() -> Vec<(&'static str, Config)> {
         vec![
@@ -120,6 +145,10 @@ impl Config {
                 Config::every_fault(Template::Resource),
             ),
             ("results: two nodes, hostile pods", Config::two_nodes()),
+            (
+                "results: a container node, progress reordered and repeated",
+                Config::progress(),
+            ),
         ]
     }
 
@@ -227,6 +256,7 @@ pub struct Server {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Budget {
     pub pod_faults: u8,
+    pub sequence_repeats: u8,
     pub server_crashes: u8,
     pub controller_crashes: u8,
     pub duplicates: u8,
@@ -297,6 +327,8 @@ pub enum Action {
     Send(usize),
     /// Every attempt went unanswered: the container gives up on the report.
     GiveUp(usize),
+    /// The clock gives the second progress report the first one's sequence.
+    RepeatSequence(usize),
     MainExits(usize, i32),
     WaitExits(usize, i32),
     /// Pod `from` sends its first report to node `to`'s URL with its own token.
@@ -339,7 +371,11 @@ impl Results {
             .templates
             .iter()
             .enumerate()
-            .map(|(index, &template)| Node { template, index })
+            .map(|(index, &template)| Node {
+                template,
+                index,
+                second_progress: config.second_progress && template == Template::Container,
+            })
             .collect();
         Results {
             config,
@@ -362,6 +398,7 @@ impl Results {
             controller: Controller::new(n),
             budget: Budget {
                 pod_faults: c.pod_faults,
+                sequence_repeats: c.sequence_repeats,
                 server_crashes: c.server_crashes,
                 controller_crashes: c.controller_crashes,
                 duplicates: c.duplicates,
@@ -389,12 +426,18 @@ impl Results {
         if from == IMPOSTOR {
             let report = Report {
                 pod_uid: IMPOSTOR_UID.into(),
-                ..node.report(step, Some(0))
+                ..node.report(
+                    step,
+                    &Pod {
+                        main_code: Some(0),
+                        ..Pod::default()
+                    },
+                )
             };
             return (node.key(), report);
         }
         let sender = self.nodes[from as usize];
-        let report = sender.report(step, world.pods[from as usize].main_code);
+        let report = sender.report(step, &world.pods[from as usize]);
         (node.key(), report)
     }
 
@@ -507,6 +550,13 @@ impl Model for Results {
                     }
                 }
                 PodPhase::Running => {
+                    if pod.step == Step::Progress
+                        && pod.attempts == 0
+                        && !pod.sequence_repeated
+                        && budget.sequence_repeats > 0
+                    {
+                        actions.push(Action::RepeatSequence(i));
+                    }
                     if pod.reporting() {
                         if pod.attempts < self.config.attempts {
                             actions.push(Action::Send(i));
@@ -712,7 +762,12 @@ impl Results {
                 true
             }
             Action::GiveUp(i) => {
-                world.pods[i].failed_report(self.nodes[i].template);
+                world.pods[i].failed_report(self.nodes[i]);
+                true
+            }
+            Action::RepeatSequence(i) => {
+                world.budget.sequence_repeats -= 1;
+                world.pods[i].sequence_repeated = true;
                 true
             }
             Action::MainExits(i, code) => {
@@ -846,8 +901,8 @@ impl Results {
             return;
         }
         if ok {
-            let report = self.nodes[i].report(step, pod.main_code);
-            pod.acknowledged();
+            let report = self.nodes[i].report(step, pod);
+            pod.acknowledged(self.nodes[i]);
             // Sent before a restore: acknowledged only if the restored store kept it.
             let row = world.server.store.rows.get(&self.nodes[i].node_id());
             if epoch == world.server.store.epoch
@@ -856,7 +911,7 @@ impl Results {
                 world.ghost.acked[i].push(report);
             }
         } else {
-            pod.failed_report(self.nodes[i].template);
+            pod.failed_report(self.nodes[i]);
         }
     }
 

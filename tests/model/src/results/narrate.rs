@@ -12,6 +12,7 @@ use crate::trace::Narrate;
 fn report_name(step: Step) -> &'static str {
     match step {
         Step::First => "first",
+        Step::Progress => "second",
         _ => "final",
     }
 }
@@ -149,6 +150,10 @@ impl Narrate for Results {
                 "pod {} gives up on its {} report",
                 pod(*i),
                 report_name(world.pods[*i].step)
+            ),
+            Action::RepeatSequence(i) => format!(
+                "the clock gives {}'s second progress report the first one's sequence",
+                pod(*i)
             ),
             Action::MainExits(i, code) => format!("main of {} exits {code}", pod(*i)),
             Action::WaitExits(i, code) => format!("wait of {} exits {code}", pod(*i)),

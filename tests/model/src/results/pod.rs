@@ -13,8 +13,9 @@ pub const WORKFLOW_UID: &str = "wf-uid";
 /// How a node's template reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Template {
-    /// A container or script template: `wait` reports progress while `main` runs, then the
-    /// final report with the outputs and the exit code.
+    /// A container or script template: `wait` reports progress while `main` runs (once,
+    /// or twice: `Node::second_progress`), then the final report with the outputs and the
+    /// exit code.
     Container,
     /// A resource template whose logs are archived: `main` (`argoexec resource`) reports the
     /// resource's parameters, then `wait` the final report with the log artifact, which the
@@ -22,15 +23,21 @@ pub enum Template {
     Resource,
 }
 
-/// Where a pod's containers are in their work. The first and third steps send a report.
+/// Where a pod's containers are in their work. `First`, `Progress` and `Final` send a
+/// report, each under a sequence higher than the one before unless the clock repeats one
+/// (`Pod::sequence_repeated`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Step {
-    /// `wait`'s progress (container) or `main`'s parameters (resource), sequence 1.
+    /// `wait`'s first progress (container) or `main`'s parameters (resource), sequence 1.
     #[default]
     First,
+    /// `wait`'s second progress (a container node with `second_progress`), sequence 2:
+    /// with a copy of the first still in the network, a stale report can reach a row
+    /// that is still live.
+    Progress,
     /// `main` exits.
     MainExits,
-    /// `wait`'s final report, sequence 2.
+    /// `wait`'s final report, sequence 3.
     Final,
     /// `wait` exits; the pod ends with it.
     WaitExits,
@@ -70,6 +77,9 @@ pub struct Pod {
     pub final_failed: bool,
     /// `wait` exited non-zero (or was killed).
     pub wait_failed: bool,
+    /// The second progress report drew the first one's sequence: without a counter file
+    /// the sequences are the clock's (`ClockSequence`), which may repeat.
+    pub sequence_repeated: bool,
 }
 
 impl Pod {
@@ -88,7 +98,16 @@ impl Pod {
 
     /// The step being reported, if the pod is at one.
     pub fn reporting(&self) -> bool {
-        self.running() && matches!(self.step, Step::First | Step::Final)
+        self.running() && matches!(self.step, Step::First | Step::Progress | Step::Final)
+    }
+
+    /// The step after the current report, acknowledged or, for progress, failed.
+    fn after_report(&self, node: Node) -> Step {
+        match self.step {
+            Step::First if node.second_progress => Step::Progress,
+            Step::First | Step::Progress => Step::MainExits,
+            _ => Step::WaitExits,
+        }
     }
 
     /// Stops every container: the pod ends as `ending`, in `phase`. A `wait` that was
@@ -101,11 +120,13 @@ impl Pod {
     }
 
     /// The current report did not get through (refused, or every attempt unanswered).
-    pub fn failed_report(&mut self, template: Template) {
+    pub fn failed_report(&mut self, node: Node) {
         self.attempts = 0;
-        match (self.step, template) {
+        match (self.step, node.template) {
             // Progress that fails is only logged (`monitorProgress`).
-            (Step::First, Template::Container) => self.step = Step::MainExits,
+            (Step::First | Step::Progress, Template::Container) => {
+                self.step = self.after_report(node);
+            }
             // `argoexec resource` fails when it cannot report its parameters.
             (Step::First, Template::Resource) => {
                 self.main_code = Some(1);
@@ -119,12 +140,9 @@ impl Pod {
     }
 
     /// The current report was acknowledged (2xx).
-    pub fn acknowledged(&mut self) {
+    pub fn acknowledged(&mut self, node: Node) {
         self.attempts = 0;
-        self.step = match self.step {
-            Step::First => Step::MainExits,
-            _ => Step::WaitExits,
-        };
+        self.step = self.after_report(node);
     }
 
     /// `wait` exits with `code`; the pod ends with it.
@@ -147,6 +165,8 @@ impl Pod {
 pub struct Node {
     pub template: Template,
     pub index: usize,
+    /// A container's `wait` reports progress a second time, under sequence 2.
+    pub second_progress: bool,
 }
 
 impl Node {
@@ -175,8 +195,8 @@ impl Node {
         }
     }
 
-    /// The report this node's pod sends at `step`, given `main`'s exit code by then.
-    pub fn report(&self, step: Step, main_code: Option<i32>) -> Report {
+    /// The report this node's `pod` sends at `step`, given `main`'s exit code by then.
+    pub fn report(&self, step: Step, pod: &Pod) -> Report {
         let mut report = Report {
             pod_name: self.pod_name(),
             pod_uid: self.pod_uid(),
@@ -189,13 +209,17 @@ impl Node {
             message: None,
         };
         match (step, self.template) {
-            (Step::First, Template::Container) => report.progress = Some("1/2".into()),
+            (Step::First, Template::Container) => report.progress = Some("1/3".into()),
+            (Step::Progress, _) => {
+                report.sequence = Some(if pod.sequence_repeated { 1 } else { 2 });
+                report.progress = Some("2/3".into());
+            }
             (Step::First, Template::Resource) => {
                 report.outputs =
                     Some(r#"{"parameters":[{"name":"job-uid","value":"8a7c"}]}"#.into());
             }
             _ => {
-                let code = main_code.unwrap_or(1);
+                let code = pod.main_code.unwrap_or(1);
                 let outputs = match self.template {
                     Template::Container => format!(
                         r#"{{"parameters":[{{"name":"rows","value":"42"}}],"exitCode":"{code}"}}"#
@@ -204,7 +228,7 @@ impl Node {
                         r#"{{"artifacts":[{{"name":"main-logs","s3":{{"key":"wf/main.log"}}}}],"exitCode":"{code}"}}"#
                     ),
                 };
-                report.sequence = Some(2);
+                report.sequence = Some(3);
                 report.is_final = true;
                 report.outputs = Some(outputs);
                 report.phase = Some(if code == 0 { "Succeeded" } else { "Failed" }.into());

@@ -22,6 +22,7 @@ pub const RESTORE_NOTICED: &str = "restore-noticed-never-skipped";
 pub const NO_HANG_AFTER_POD_ENDS: &str = "no-hang-after-pod-ends";
 pub const FINAL_REACHES_CONTROLLER: &str = "acknowledged-final-reaches-controller";
 pub const FAILED_NEVER_SUCCEEDED: &str = "failed-pod-never-succeeded";
+pub const ACKNOWLEDGED_CONTENT_SHOWN: &str = "acknowledged-content-shown";
 
 pub fn all() -> Vec<Property<Results>> {
     vec![
@@ -34,6 +35,17 @@ pub fn all() -> Vec<Property<Results>> {
                     )
             })
         }),
+        Property::always(
+            ACKNOWLEDGED_CONTENT_SHOWN,
+            |model: &Results, world: &World| {
+                model.nodes.iter().enumerate().all(|(i, node)| {
+                    world.controller.collected
+                        || world.ghost.acked[i].last().is_none_or(|last| {
+                            shows(world.server.store.rows.get(&node.node_id()), last)
+                        })
+                })
+            },
+        ),
         Property::always(SUCCEEDED_HAS_ITS_OUTPUTS, |_: &Results, world: &World| {
             world
                 .controller
@@ -134,6 +146,22 @@ pub fn reflects(row: Option<&Row>, acked: &[Report]) -> bool {
                 && (!report.is_final || row.state == ResultState::Completed)
                 && contains(row.outputs.as_deref(), report.outputs.as_deref())
         })
+    })
+}
+
+/// The row shows what `report` set, or it holds a later report of the same pod (a higher
+/// sequence): a pod's reports are acknowledged in the order it sends them, so the last one
+/// acknowledged is what the row shows until a later one replaces it.
+fn shows(row: Option<&Row>, report: &Report) -> bool {
+    row.is_some_and(|row| {
+        let set = |sent: &Option<String>, shown: &Option<String>| sent.is_none() || sent == shown;
+        row.pod_uid.as_deref() == Some(report.pod_uid.as_str())
+            && (row.sequence > report.sequence
+                || row.sequence == report.sequence
+                    && set(&report.progress, &row.progress)
+                    && set(&report.phase, &row.phase)
+                    && set(&report.message, &row.message)
+                    && contains(row.outputs.as_deref(), report.outputs.as_deref()))
     })
 }
 
