@@ -1,11 +1,19 @@
 package main
 
 // `kubelet container`: the process that becomes one container. It is started by the
-// stand-in in a mount namespace of its own (CLONE_NEWNS), makes every mount private to
-// it, bind-mounts the pod's volumes at their mount paths, and execs the container's
-// command. Two pods that both mount /var/run/argo therefore see two different
-// directories, as they would in two containers; the rest of the host's file system is
-// shared, which is where this differs from a container runtime (no image, no chroot).
+// stand-in in a mount namespace and a PID namespace of its own (CLONE_NEWNS,
+// CLONE_NEWPID), makes every mount private to it, bind-mounts the pod's volumes at their
+// mount paths, mounts a /proc of its PID namespace, and execs the container's command,
+// which is PID 1 there as in a container. Two pods that both mount /var/run/argo
+// therefore see two different directories, as they would in two containers; the rest of
+// the host's file system is shared, which is where this differs from a container runtime
+// (no image, no chroot).
+//
+// The PID namespace is not only faithful, it is what keeps the host alive: argoexec's
+// emissary forwards a SIGTERM with osspecific.Kill on its child's Pid after
+// os.Process.Release has set it to -1, which is kill(-1, SIGTERM): every process the
+// caller may signal. In a container that is the container's own processes; on a host,
+// as root, it is every process of the machine.
 
 import (
 	"errors"
@@ -89,6 +97,10 @@ func runContainer(args []string) error {
 			return err
 		}
 		sources[i].Close()
+	}
+	// After the binds, which read their sources through the host's /proc/self/fd.
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting /proc: %w", err)
 	}
 	if workdir != "" {
 		if err := os.Chdir(workdir); err != nil {

@@ -1,14 +1,14 @@
 // Command kubelet is a kubelet stand-in for the tests of Argo itself: on the tests' real
 // kube-apiserver (tests/kube), it schedules every Pod to its one Node and runs the Pod's
-// containers as processes on this host, as root, each in a mount namespace of its own
-// where the Pod's volumes are bind-mounted at their paths. It reports phase, container
+// containers as processes on this host, as root, each in a mount and a PID namespace of
+// its own where the Pod's volumes are bind-mounted at their paths. It reports phase, container
 // states, exit codes and termination messages through the Pod's status, as a kubelet does.
 //
 // What differs from a kubelet:
 //   - no images: a container runs its command on the host; `argoexec` (Argo's executor
 //     image's entrypoint) is the binary given by --argoexec; a container without a
 //     command is refused (an image's entrypoint is unknown here);
-//   - no network namespace, cgroups, resource limits, probes, restarts (every Pod is
+//   - no network or IPC namespace, cgroups, resource limits, probes, restarts (every Pod is
 //     treated as restartPolicy Never, as Argo's are), or logs through the API (each
 //     container's output is in ROOT/<pod UID>/<container>.log);
 //   - volumes: emptyDir, hostPath, configMap, secret, and projected (service-account

@@ -158,7 +158,7 @@ func (r *podRunner) runContainer(ctx context.Context, c apiv1.Container, volumes
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Unshareflags: syscall.CLONE_NEWNS, Setpgid: true, Pdeathsig: syscall.SIGKILL,
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID, Setpgid: true, Pdeathsig: syscall.SIGKILL,
 	}
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
