@@ -253,12 +253,13 @@ func (r *podRunner) update(ctx context.Context, change func(*apiv1.PodStatus)) {
 	}
 }
 
-// kill sends signal to every running container's process group.
+// kill sends signal to every running container's PID 1, as a container runtime does; a
+// SIGKILL to PID 1 ends every process of its PID namespace.
 func (r *podRunner) kill(signal syscall.Signal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range r.procs {
-		_ = syscall.Kill(-p.Pid, signal)
+		_ = syscall.Kill(p.Pid, signal)
 	}
 }
 
@@ -266,7 +267,7 @@ func (r *podRunner) killContainer(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.procs[name]; ok {
-		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(p.Pid, syscall.SIGKILL)
 	}
 }
 
