@@ -37,14 +37,14 @@ const ARGO: &str = "argo";
 const WF: &str = "hello";
 const WF_UID: &str = "0d6f1b52-7b1e-4f57-9a43-2f0c5e9d3a11";
 
-/// `deploy/base` as `kubectl kustomize` renders it, with `edit` applied to the text.
-fn deploy_base(edit: impl Fn(String) -> String) -> String {
-    let base = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/base");
+/// `deploy/<dir>` as `kubectl kustomize` renders it, with `edit` applied to the text.
+fn deploy(dir: &str, edit: impl Fn(String) -> String) -> String {
+    let path = format!("{}/../deploy/{dir}", env!("CARGO_MANIFEST_DIR"));
     let output = std::process::Command::new("kubectl")
-        .args(["kustomize", base])
+        .args(["kustomize", &path])
         .output()
-        .expect("kubectl (Debian's kubernetes-client) is installed");
-    assert!(output.status.success(), "kubectl kustomize {base}");
+        .expect("kubectl is installed");
+    assert!(output.status.success(), "kubectl kustomize {path}");
     edit(String::from_utf8(output.stdout).expect("UTF-8"))
 }
 
@@ -70,7 +70,7 @@ fn cluster() -> &'static Cluster {
     static APPLIED: OnceLock<()> = OnceLock::new();
     let cluster = Cluster::shared();
     APPLIED.get_or_init(|| {
-        let applied = apply(cluster, &deploy_base(|text| text));
+        let applied = apply(cluster, &deploy("base", |text| text));
         eprintln!("deploy/base applied:\n{applied}");
     });
     cluster
@@ -432,14 +432,15 @@ async fn granted_in(cluster: &Cluster, namespace: &str, account: &str, role: &st
         .await
 }
 
-/// What `--rbac` decides for Argo's controller, argo-server, a reader of one namespace
-/// and a stranger, through the cluster's SubjectAccessReview; the failures, one per line.
-async fn rbac_decisions(cluster: &Cluster) -> Vec<String> {
+/// What `--rbac` decides for Argo's controller and argo-server (their accounts, as
+/// `system:serviceaccount:NS:NAME`), a reader of one namespace and a stranger, through the
+/// cluster's SubjectAccessReview; the failures, one per line.
+async fn rbac_decisions(cluster: &Cluster, controller: &str, argo_server: &str) -> Vec<String> {
     let server = server(cluster, Backend::Sqlite, &["--kube-jwks", "--rbac"]).await;
     let team = cluster.namespace("team").await;
     let elsewhere = cluster.namespace("elsewhere").await;
-    let controller = account_token(cluster, CONTROLLER).await;
-    let argo_server = account_token(cluster, READER).await;
+    let controller = account_token(cluster, controller).await;
+    let argo_server = account_token(cluster, argo_server).await;
     let reader = granted_in(cluster, &team, "team-reader", "argo-results-reader").await;
     let stranger = {
         cluster.service_account(&team, "stranger").await;
@@ -604,7 +605,29 @@ async fn rbac_decisions(cluster: &Cluster) -> Vec<String> {
 
 #[tokio::test]
 async fn rbac_decides_as_deploy_base_grants() {
-    let failures = rbac_decisions(cluster()).await;
+    let failures = rbac_decisions(cluster(), CONTROLLER, READER).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The argo-helm overlay binds the same ClusterRoles to the accounts argo-helm's chart
+/// names; Argo's raw-manifest accounts then have no rights, which the first decision
+/// below shows.
+#[tokio::test]
+async fn rbac_decides_as_the_argo_helm_overlay_grants() {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let cluster = Cluster::start(dir.path(), Keys::FIRST);
+    apply(&cluster, &deploy("overlays/argo-helm", |text| text));
+    let server = server(&cluster, Backend::Sqlite, &["--kube-jwks", "--rbac"]).await;
+    let raw_manifests_controller = account_token(&cluster, CONTROLLER).await;
+    let list = format!("/api/v1/namespaces/{ARGO}/workflows/{WF}/results");
+    let refused = server.get(&list, Some(&raw_manifests_controller)).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    let failures = rbac_decisions(
+        &cluster,
+        "system:serviceaccount:argo:argo-workflows-workflow-controller",
+        "system:serviceaccount:argo:argo-workflows-server",
+    )
+    .await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -616,7 +639,7 @@ async fn rbac_a_rule_removed_from_deploy_base_is_a_403() {
     let dir = tempfile::tempdir().expect("scratch directory");
     let cluster = Cluster::start(dir.path(), Keys::FIRST);
     let controller_role = "verbs:\n  - get\n  - list\n  - create\n  - delete\n";
-    let base = deploy_base(|text| {
+    let base = deploy("base", |text| {
         assert!(
             text.contains(controller_role),
             "the controller's verbs in:\n{text}"
@@ -624,7 +647,7 @@ async fn rbac_a_rule_removed_from_deploy_base_is_a_403() {
         text.replace(controller_role, "verbs:\n  - get\n  - list\n  - create\n")
     });
     apply(&cluster, &base);
-    let failures = rbac_decisions(&cluster).await;
+    let failures = rbac_decisions(&cluster, CONTROLLER, READER).await;
     assert_eq!(failures.len(), 1, "{}", failures.join("\n"));
     assert!(
         failures[0].starts_with("the controller deletes: DELETE")
