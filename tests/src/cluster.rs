@@ -84,26 +84,26 @@ fn binary() -> PathBuf {
 }
 
 impl Cluster {
-    /// The control plane of this test process, started by the first test that asks.
+    /// The control plane of this test process, started by the first test that asks. `up`
+    /// keeps it in a directory of its own and removes it when it stops, with the process.
     pub fn shared() -> &'static Cluster {
         static SHARED: OnceLock<Cluster> = OnceLock::new();
-        SHARED.get_or_init(|| {
-            let dir = tempfile::Builder::new()
-                .prefix("argo-results-kube-")
-                .tempdir()
-                .expect("scratch directory")
-                .keep();
-            Cluster::start(&dir, Keys::FIRST)
-        })
+        SHARED.get_or_init(|| Cluster::launch(None, Keys::FIRST))
     }
 
     /// A control plane of the test's own in `dir`, which keeps its state across a
     /// [`Cluster::restart`].
     pub fn start(dir: &Path, keys: Keys<'_>) -> Cluster {
-        let mut child = Command::new(binary())
-            .arg("up")
-            .arg("--dir")
-            .arg(dir)
+        Cluster::launch(Some(dir), keys)
+    }
+
+    fn launch(dir: Option<&Path>, keys: Keys<'_>) -> Cluster {
+        let mut command = Command::new(binary());
+        command.arg("up");
+        if let Some(dir) = dir {
+            command.arg("--dir").arg(dir);
+        }
+        let mut child = command
             .args(["--sa-keys", keys.trusted, "--sa-signing-key", keys.signing])
             .arg("--stop-with-stdin")
             .stdin(Stdio::piped())
@@ -113,14 +113,10 @@ impl Cluster {
             .expect("start kube-control-plane up");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
+        // `up` says on stderr why it stopped, with its logs' last lines.
         let mut next = || match lines.next() {
             Some(Ok(line)) => line,
-            _ => panic!(
-                "the control plane did not start (its logs: {}/etcd.log, \
-                 {}/kube-apiserver.log)",
-                dir.display(),
-                dir.display()
-            ),
+            _ => panic!("the control plane did not start: see kube-control-plane up's lines above"),
         };
         let banner = next();
         let kubeconfig = PathBuf::from(
@@ -130,6 +126,10 @@ impl Cluster {
         );
         // Once per control plane, as `tests/kube/up` prints it: the CI log shows it.
         eprintln!("{banner}\nkubeconfig: {}", kubeconfig.display());
+        let dir = kubeconfig
+            .parent()
+            .expect("the kubeconfig's directory")
+            .to_owned();
         let url = std::fs::read_to_string(dir.join("ports"))
             .ok()
             .and_then(|ports| ports.split_whitespace().next().map(str::to_owned))
@@ -138,14 +138,15 @@ impl Cluster {
         let read = |name: &str| std::fs::read(dir.join(name)).expect("the control plane's PKI");
         let mut identity = read("admin.crt");
         identity.extend(read("admin.key"));
+        let ca = read("ca.crt");
         Cluster {
             stdin: Mutex::new(child.stdin.take()),
             child: Mutex::new(child),
-            dir: dir.to_owned(),
+            dir,
             kubeconfig,
             url,
             banner,
-            ca: read("ca.crt"),
+            ca,
             identity,
         }
     }
