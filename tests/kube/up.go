@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -259,13 +260,27 @@ func loadPorts(dir string, apiserver int) (portSet, error) {
 	return ports, os.WriteFile(path, []byte(content), 0o600)
 }
 
+// freePort picks a port below the kernel's ephemeral range: a port from that range (as
+// listening on :0 gives) can be taken as the source port of any outgoing connection, such
+// as etcd's own gateway dialling etcd, between the pick and the child's bind.
 func freePort() (int, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	low := 32768
+	if content, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var first, last int
+		if _, err := fmt.Sscan(string(content), &first, &last); err == nil && first > 12000 {
+			low = first
+		}
 	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port, nil
+	for range 1000 {
+		port := 10000 + rand.IntN(low-10000)
+		listener, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		listener.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free port in 10000-%d on 127.0.0.1", low-1)
 }
 
 type child struct {
