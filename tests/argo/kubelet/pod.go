@@ -167,6 +167,11 @@ func (r *podRunner) runContainer(ctx context.Context, c apiv1.Container, volumes
 	r.mu.Lock()
 	r.procs[c.Name] = cmd.Process
 	r.mu.Unlock()
+	// A container the kill annotation names dies as it starts, before it can do anything,
+	// rather than whenever the Pod's next update reaches this stand-in.
+	if r.pod.Annotations[annotationPrefix+"kill"] == c.Name {
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	}
 	r.setState(ctx, c.Name, init, apiv1.ContainerState{Running: &apiv1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}})
 	_ = cmd.Wait()
 	r.mu.Lock()
