@@ -1,13 +1,23 @@
-// Command lagproxy stands between one client and the tests' kube-apiserver and delays
-// the events of its watches on one resource, as an informer lags behind a loaded API
-// server or etcd: the seed's fault, where Argo's controller sees a WorkflowTaskResult
-// later than the Pod that wrote it. Everything else passes through unchanged, at once.
+// Command lagproxy stands between one client and a server and delays or fails what the
+// tests say, as a loaded API server, etcd or argo-results server would:
 //
-//	lagproxy --upstream https://127.0.0.1:PORT --ca ca.crt --resource workflowtaskresults --delay 10s
+//   - --resource R: the events of the client's watches on resource R are each held for
+//     --delay, as an informer lags behind a loaded API server or etcd (the seed's fault,
+//     where Argo's controller sees a WorkflowTaskResult later than the Pod that wrote it);
+//   - --path P: every answer to a request for path P is held for --delay (argo-results'
+//     change feed, /api/v1/results, behind by as much);
+//   - --fail S: requests whose path ends with S are answered --fail-status (a problem+json
+//     body, as the server's own 503) without reaching the server, for --fail-for from the
+//     first of them (a rollout of the server).
 //
-// It listens on loopback with the API server's own certificate (--cert, --key: client-go
-// sends no token over plain HTTP), forwards the client's own token, and prints
-// `lagproxy: https://127.0.0.1:PORT`.
+// Everything else passes through unchanged, at once.
+//
+//	lagproxy --upstream https://127.0.0.1:PORT --ca ca.crt --cert c --key k --resource workflowtaskresults --delay 10s
+//	lagproxy --upstream http://127.0.0.1:PORT --fail /result/abandon --fail-for 15s
+//
+// With --cert and --key it serves TLS (the API server's own certificate: client-go sends
+// no token over plain HTTP), else plain HTTP; it forwards the client's own token and prints
+// `lagproxy: URL`.
 package main
 
 import (
@@ -24,46 +34,96 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
 func main() {
-	upstream := flag.String("upstream", "", "the API server's URL")
-	caFile := flag.String("ca", "", "the API server's CA certificate")
-	resource := flag.String("resource", "workflowtaskresults", "the resource whose watch events are delayed")
-	delay := flag.Duration("delay", 10*time.Second, "how long each of its watch events is held")
+	upstream := flag.String("upstream", "", "the server's URL")
+	caFile := flag.String("ca", "", "the server's CA certificate (https)")
+	resource := flag.String("resource", "", "the resource whose watch events are delayed")
+	path := flag.String("path", "", "the path whose answers are delayed")
+	delay := flag.Duration("delay", 10*time.Second, "how long each watch event or answer is held")
+	fail := flag.String("fail", "", "the path suffix whose requests are failed")
+	failFor := flag.Duration("fail-for", 15*time.Second, "how long they fail, from the first")
+	failStatus := flag.Int("fail-status", http.StatusServiceUnavailable, "the status they get")
 	listen := flag.String("listen", "127.0.0.1:0", "where to listen")
 	cert := flag.String("cert", "", "the certificate to serve (the API server's)")
 	key := flag.String("key", "", "its key")
 	flag.Parse()
 	target, err := url.Parse(*upstream)
-	if err != nil || *caFile == "" || *cert == "" || *key == "" {
+	if err != nil || target.Host == "" || (*cert == "") != (*key == "") {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ca, err := os.ReadFile(*caFile)
-	if err != nil {
-		log.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca)
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	if *caFile != "" {
+		ca, err := os.ReadFile(*caFile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(ca)
+		proxy.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	}
 	// Watch events go to the client as they come (or as they are released).
 	proxy.FlushInterval = -1
 	proxy.ModifyResponse = func(answer *http.Response) error {
 		request := answer.Request
-		if request.URL.Query().Get("watch") == "true" && strings.Contains(request.URL.Path, "/"+*resource) {
+		switch {
+		case *resource != "" && request.URL.Query().Get("watch") == "true" && strings.Contains(request.URL.Path, "/"+*resource):
 			answer.Body = delayed(answer.Body, *delay)
+		case *path != "" && request.URL.Path == *path:
+			time.Sleep(*delay)
 		}
 		return nil
+	}
+	handler := http.Handler(proxy)
+	if *fail != "" {
+		handler = &failing{next: proxy, suffix: *fail, period: *failFor, status: *failStatus}
 	}
 	listener, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatal(err)
 	}
+	if *cert == "" {
+		fmt.Printf("lagproxy: http://%s\n", listener.Addr())
+		log.Fatal(http.Serve(listener, handler))
+	}
 	fmt.Printf("lagproxy: https://%s\n", listener.Addr())
-	log.Fatal(http.ServeTLS(listener, proxy, *cert, *key))
+	log.Fatal(http.ServeTLS(listener, handler, *cert, *key))
+}
+
+// failing answers requests whose path ends with suffix with status for period from the
+// first of them, and passes everything else on.
+type failing struct {
+	next   http.Handler
+	suffix string
+	period time.Duration
+	status int
+
+	mu    sync.Mutex
+	first time.Time
+}
+
+func (f *failing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, f.suffix) {
+		f.mu.Lock()
+		if f.first.IsZero() {
+			f.first = time.Now()
+		}
+		failed := time.Since(f.first) < f.period
+		f.mu.Unlock()
+		if failed {
+			log.Printf("failed %s %s with %d", r.Method, r.URL.Path, f.status)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(f.status)
+			fmt.Fprintf(w, `{"type":"about:blank","title":"%s","status":%d,"code":"unavailable","detail":"lagproxy --fail"}`,
+				http.StatusText(f.status), f.status)
+			return
+		}
+	}
+	f.next.ServeHTTP(w, r)
 }
 
 type event struct {
