@@ -152,6 +152,11 @@ func (s *source) Settle(ctx context.Context, wf *wfv1.Workflow, nodeID string, p
 	if err != nil {
 		return taskresults.Fate{}, err
 	}
+	if _, known := follower.Result(string(wf.UID), nodeID); !known {
+		// Not registered here: the node's pod reports with WorkflowTaskResults (created
+		// before the backend was chosen), and the informer's reconciliation decides it.
+		return taskresults.Fate{}, nil
+	}
 	phase := argoresults.PodGone
 	if pod != nil {
 		phase = argoresults.PodPhase(pod.Status.Phase)
