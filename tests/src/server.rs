@@ -77,6 +77,21 @@ fn postgres_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
+/// The test Postgres's URL for another database of the same server (`postgres` to create
+/// and drop databases), with the same user, host, port and parameters: `tests/run` may
+/// have started a private server on another port.
+pub fn postgres_database_url(database: &str) -> String {
+    let url = postgres_url();
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url.as_str(), None), |(b, q)| (b, Some(q)));
+    let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+    match query {
+        Some(query) => format!("{server}/{database}?{query}"),
+        None => format!("{server}/{database}"),
+    }
+}
+
 /// A schema name that no other server of this test process, or of another, is given.
 fn unique_schema() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use argo_results_tests::fixtures::{NS, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
-use argo_results_tests::server::Raw;
+use argo_results_tests::server::{Raw, postgres_database_url};
 use argo_results_tests::{Auth, Backend, TestServer, eventually};
 
 #[tokio::test]
@@ -137,11 +137,11 @@ fn assert_unavailable(answer: &Raw, what: &str) {
 /// final, nor `201` for a write that will be lost.
 #[tokio::test]
 async fn a_dropped_database_answers_503() {
-    let admin = "postgres://postgres@127.0.0.1:5432/postgres";
+    let admin = postgres_database_url("postgres");
     let name = format!("argo_results_dropped_{}", std::process::id());
     let psql = |sql: &str| {
         let out = std::process::Command::new("psql")
-            .args([admin, "-q", "-c", sql])
+            .args([admin.as_str(), "-q", "-c", sql])
             .output()
             .expect("psql");
         assert!(
@@ -153,7 +153,7 @@ async fn a_dropped_database_answers_503() {
     psql(&format!("DROP DATABASE IF EXISTS {name}"));
     psql(&format!("CREATE DATABASE {name}"));
     let postgres = TestServer::builder(Backend::Postgres)
-        .database_url(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
+        .database_url(&postgres_database_url(&name))
         .auth(Auth::None)
         .start()
         .await;
