@@ -79,7 +79,7 @@ func (s *source) Run(ctx context.Context, inFlight []*wfv1.Workflow, changed fun
 			break
 		}
 		logger.WithError(err).Error(ctx, "argo-results: list the workflows in flight")
-		time.Sleep(runPause)
+		pause(ctx)
 	}
 	for _, r := range refs {
 		changed(r.Namespace, r.Name)
@@ -90,7 +90,15 @@ func (s *source) Run(ctx context.Context, inFlight []*wfv1.Workflow, changed fun
 			return ctx.Err()
 		}
 		logger.WithError(err).Error(ctx, "argo-results: follow the change feed")
-		time.Sleep(runPause)
+		pause(ctx)
+	}
+}
+
+// pause waits runPause, or until ctx ends.
+func pause(ctx context.Context) {
+	select {
+	case <-time.After(runPause):
+	case <-ctx.Done():
 	}
 }
 
@@ -105,8 +113,8 @@ func (s *source) following(ctx context.Context) (*argoresults.Follower, error) {
 	}
 }
 
-// Results are empty until the workflows in flight are listed; nothing is decided from
-// them alone (a settle asks the server).
+// Results are empty until the workflows in flight are listed; no node is decided from a
+// result's absence (a settle asks the server).
 func (s *source) Results(wf *wfv1.Workflow) []taskresults.Result {
 	select {
 	case <-s.ready:
