@@ -116,6 +116,7 @@ func (c *Client) call(ctx context.Context, req request, out any) (int, error) {
 		req.timeout = requestTimeout
 	}
 	steps := newBackoff()
+	first := time.Now()
 	for attempts := 1; ; attempts++ {
 		status, retryAfter, err := c.attempt(ctx, req, out)
 		if err == nil {
@@ -130,6 +131,9 @@ func (c *Client) call(ctx context.Context, req request, out any) (int, error) {
 		}
 		if deadline := c.retry.Deadline; !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
 			return status, &GaveUpError{Attempts: attempts, Last: err}
+		}
+		if bound := c.retry.For; bound > 0 && time.Since(first)+wait > bound {
+			return status, &GaveUpError{Attempts: attempts, For: bound, Last: err}
 		}
 		if c.onRetry != nil {
 			c.onRetry(attempts, err, wait)

@@ -7,8 +7,9 @@
 //     *http.Client, a user agent, and reports each retry.
 //   - [Reporter] is what argoexec's reporting container needs in place of its
 //     WorkflowTaskResult calls: start, progress, outputs merged as an RFC 7386 patch, and
-//     the final report, whose failure must fail the container. It retries until its
-//     context ends, whatever ARGO_DEADLINE says, as argoexec's reporting does.
+//     the final report, whose failure must fail the container. It retries each report
+//     for RetryFor (5 minutes by default), whatever ARGO_DEADLINE says, logging the first
+//     retry at once, then gives up and fails the container.
 //   - [Follower] is what the controller needs in place of its task-result informer: it
 //     registers expected results, follows the change feed of every namespace (or one),
 //     lists again on 410 gone, resumes after a restart from the workflows in flight, and

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code is the machine-readable code of a refusal (docs/api.md section 7). Compare it with
@@ -99,13 +100,19 @@ func (e *UnexpectedError) Error() string {
 	return fmt.Sprintf("unexpected answer (%d): %s", e.Status, e.Body)
 }
 
-// GaveUpError says that transient failures went on until the deadline.
+// GaveUpError says that transient failures went on until the deadline, or for longer than
+// the policy's For.
 type GaveUpError struct {
 	Attempts int
-	Last     error
+	// For is the bound that ended the retries; 0: the deadline did.
+	For  time.Duration
+	Last error
 }
 
 func (e *GaveUpError) Error() string {
+	if e.For > 0 {
+		return fmt.Sprintf("gave up after %d attempts in %s; last error: %v", e.Attempts, e.For, e.Last)
+	}
 	return fmt.Sprintf("gave up at the deadline after %d attempts; last error: %v", e.Attempts, e.Last)
 }
 

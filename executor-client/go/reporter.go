@@ -44,8 +44,15 @@ type ReporterConfig struct {
 	// (ARGO_RESULTS_SEQUENCE_FILE); empty: DefaultSequenceFile(ArgoSequenceDir) when that
 	// directory exists, else the clock, which two processes may then share.
 	SequenceFile string
-	// Logger is told of retries (every 20th attempt, as argoexec logs its own), of every
-	// report given up with its cause, and of progress the server did not store.
+	// RetryFor bounds how long one report is retried (ARGO_RESULTS_RETRY_FOR, a Go
+	// duration; 0: DefaultRetryFor). Past it the report fails with a [GaveUpError], which
+	// fails the container, and the controller decides the node without its result.
+	RetryFor time.Duration
+	// retryForEnv is ARGO_RESULTS_RETRY_FOR as read, checked by NewReporter.
+	retryForEnv string
+	// Logger is told of retries (the first at once, then every 20th attempt, as argoexec
+	// logs its own), of every report given up with its cause, and of progress the server
+	// did not store.
 	Logger Logger
 	// HTTPClient and UserAgent are those of [Config].
 	HTTPClient *http.Client
@@ -72,6 +79,7 @@ func ReporterConfigFromEnv(getenv func(string) string) ReporterConfig {
 		PodUID:       getenv("ARGO_POD_UID"),
 		InstanceID:   getenv("ARGO_INSTANCE_ID"),
 		SequenceFile: getenv("ARGO_RESULTS_SEQUENCE_FILE"),
+		retryForEnv:  getenv("ARGO_RESULTS_RETRY_FOR"),
 	}
 }
 
@@ -80,17 +88,24 @@ func ReporterConfigFromEnv(getenv func(string) string) ReporterConfig {
 // with reports of the pod's node result. Every report takes a new sequence and is retried
 // with that same sequence on transient failures, so a retry after a lost answer is an
 // idempotent replay. Like argoexec's reporting, it pays no heed to ARGO_DEADLINE: the
-// outputs of a step killed at its deadline are still reported, and retries go on until
-// the context passed ends (argoexec reports on a context nothing cancels) or the pod is
-// deleted.
+// outputs of a step killed at its deadline are still reported. Retries go on for
+// RetryFor, or until the context passed ends (argoexec reports on a context nothing
+// cancels) or the pod is deleted.
 type Reporter struct {
 	config    ReporterConfig
 	namespace string
 	client    *Client
 }
 
-// retryLogEvery is how often a retry is logged: argoexec logs every 20th attempt.
+// retryLogEvery is how often a retry is logged after the first, which is logged at once
+// so that a server down or unreachable shows in the container's log when it starts to
+// matter: argoexec logs every 20th attempt.
 const retryLogEvery = 20
+
+// DefaultRetryFor is how long a report is retried by default: long enough to ride out a
+// rollout of the server or a failover of its database, short enough that a server down or
+// misconfigured fails the finishing pods instead of keeping them running unseen.
+const DefaultRetryFor = 5 * time.Minute
 
 // NewReporter checks the identity and builds the reporter's client.
 func NewReporter(config ReporterConfig) (*Reporter, error) {
@@ -110,6 +125,16 @@ func NewReporter(config ReporterConfig) (*Reporter, error) {
 	if config.TokenFile == "" {
 		config.TokenFile = DefaultTokenFile
 	}
+	if config.retryForEnv != "" && config.RetryFor == 0 {
+		retryFor, err := time.ParseDuration(config.retryForEnv)
+		if err != nil || retryFor <= 0 {
+			return nil, fmt.Errorf("argo-results reporter: ARGO_RESULTS_RETRY_FOR %q: not a positive duration such as 5m", config.retryForEnv)
+		}
+		config.RetryFor = retryFor
+	}
+	if config.RetryFor <= 0 {
+		config.RetryFor = DefaultRetryFor
+	}
 	namespace, err := reporterNamespace(config)
 	if err != nil {
 		return nil, err
@@ -118,11 +143,11 @@ func NewReporter(config ReporterConfig) (*Reporter, error) {
 		URL:        config.URL,
 		Token:      TokenFile(config.TokenFile),
 		CAFile:     config.CAFile,
-		Retry:      &RetryPolicy{},
+		Retry:      &RetryPolicy{For: config.RetryFor},
 		HTTPClient: config.HTTPClient,
 		UserAgent:  config.UserAgent,
 		OnRetry: func(attempt int, err error, wait time.Duration) {
-			if attempt%retryLogEvery == 0 {
+			if attempt == 1 || attempt%retryLogEvery == 0 {
 				logTo(context.Background(), config.Logger, slog.LevelWarn, "argo-results: retrying a report",
 					map[string]any{"node": config.NodeID, "attempt": attempt, "error": err.Error(), "wait": wait.String()})
 			}

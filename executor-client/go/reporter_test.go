@@ -225,7 +225,7 @@ func TestMerge(t *testing.T) {
 // ARGO_DEADLINE is when Argo kills main, not when reporting stops: argoexec reports the
 // outputs after it on a context nothing cancels. The Reporter reads no deadline, and
 // retries until the report is stored: here the server starts late, and the token file
-// appears only then. It logs every 20th retry, as argoexec does, and every report given
+// appears only then. It logs its first retry and every 20th, and every report given
 // up with its cause.
 func TestReportsGoOnPastTheDeadlineUntilStored(t *testing.T) {
 	onBackends(t, func(t *testing.T, b backend) {
@@ -482,8 +482,9 @@ func TestAReporterRefusesReportsItCannotMake(t *testing.T) {
 	}
 }
 
-// Retries are logged every 20th attempt, as argoexec's reportResult logs its own.
-func TestEveryTwentiethRetryIsLogged(t *testing.T) {
+// The first retry is logged at once, so that a server down shows while it matters; then
+// every 20th attempt, as argoexec's reportResult logs its own.
+func TestTheFirstRetryAndEveryTwentiethAreLogged(t *testing.T) {
 	config := unreachableReporterConfig()
 	logged := &recordingLogger{}
 	config.Logger = logged
@@ -495,9 +496,48 @@ func TestEveryTwentiethRetryIsLogged(t *testing.T) {
 		r.client.onRetry(attempt, errors.New("503 unavailable"), time.Second)
 	}
 	lines := logged.messages()
-	if len(lines) != 2 || !strings.Contains(lines[0], "attempt:20") || !strings.Contains(lines[1], "attempt:40") ||
-		!strings.Contains(lines[0], "retrying a report") || !strings.Contains(lines[0], "503 unavailable") {
-		t.Errorf("logged %q; want attempts 20 and 40, with the error", lines)
+	if len(lines) != 3 || !strings.Contains(lines[0], "attempt:1 ") || !strings.Contains(lines[1], "attempt:20") ||
+		!strings.Contains(lines[2], "attempt:40") || !strings.Contains(lines[0], "retrying a report") ||
+		!strings.Contains(lines[0], "503 unavailable") {
+		t.Errorf("logged %q; want attempts 1, 20 and 40, with the error", lines)
+	}
+}
+
+// A report is retried for ARGO_RESULTS_RETRY_FOR (DefaultRetryFor without it), then given
+// up with a GaveUpError that fails the container, and the give-up is logged.
+func TestAReportIsRetriedForItsBoundThenGivenUp(t *testing.T) {
+	for value, want := range map[string]string{"": DefaultRetryFor.String(), "90s": "1m30s"} {
+		config := unreachableReporterConfig()
+		config.retryForEnv = value
+		r, err := NewReporter(config)
+		if err != nil || r.config.RetryFor.String() != want {
+			t.Errorf("ARGO_RESULTS_RETRY_FOR %q: %v, %v; want %s", value, r, err, want)
+		}
+	}
+	for _, bad := range []string{"5", "-1s", "0s", "soon"} {
+		config := unreachableReporterConfig()
+		config.retryForEnv = bad
+		if _, err := NewReporter(config); err == nil || !strings.Contains(err.Error(), "ARGO_RESULTS_RETRY_FOR") {
+			t.Errorf("ARGO_RESULTS_RETRY_FOR %q: %v; want it refused by name", bad, err)
+		}
+	}
+	config := unreachableReporterConfig()
+	config.RetryFor = 2 * time.Second
+	logged := &recordingLogger{}
+	config.Logger = logged
+	r, err := NewReporter(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = r.Finalize(testContext(t), FinalReport{ExitCodes: map[string]int{"main": 0}})
+	var gaveUp *GaveUpError
+	if !errors.As(err, &gaveUp) || gaveUp.For != 2*time.Second || time.Since(start) > 2*time.Second {
+		t.Fatalf("%v after %v; want a GaveUpError within the 2 s bound", err, time.Since(start))
+	}
+	lines := logged.messages()
+	if len(lines) < 2 || !strings.Contains(lines[0], "retrying a report") || !strings.Contains(lines[len(lines)-1], "gave up on a report") {
+		t.Errorf("logged %q; want the first retry, then the give-up", lines)
 	}
 }
 

@@ -2,6 +2,8 @@ package argoresults
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"math/rand/v2"
 	"time"
@@ -17,10 +19,12 @@ const (
 )
 
 // RetryPolicy retries transient failures (connection errors, timeouts, 408, 429, 502, 503,
-// 504, honouring Retry-After) until Deadline. The zero time means no deadline, as Argo's
+// 504, honouring Retry-After) until Deadline, and for each call no longer than For after
+// its first attempt. The zero time and the zero duration mean no such bound, as Argo's
 // ARGO_DEADLINE does; the context passed to each call still bounds it.
 type RetryPolicy struct {
 	Deadline time.Time
+	For      time.Duration
 }
 
 // transientStatus: timeouts, shed load, a proxy or the server not ready.
@@ -33,15 +37,16 @@ func transientStatus(status int) bool {
 }
 
 // IsTransient reports whether trying again may succeed: no answer (connection refused or
-// reset, TLS, a timeout), an unreadable token file, or a transient status. A call whose
-// own context ended is not transient.
+// reset, a timeout), an unreadable token file, or a transient status. A call whose own
+// context ended is not transient, nor a server whose certificate this client does not
+// trust: that is a misconfiguration no retry mends.
 func IsTransient(err error) bool {
 	var refused *ProblemError
 	var unexpected *UnexpectedError
 	var gaveUp *GaveUpError
 	var attempt *attemptError
 	switch {
-	case errors.As(err, &gaveUp):
+	case errors.As(err, &gaveUp), untrusted(err):
 		return false
 	case errors.As(err, &refused):
 		return transientStatus(refused.Problem.Status)
@@ -51,6 +56,16 @@ func IsTransient(err error) bool {
 		return true
 	}
 	return false
+}
+
+// untrusted reports whether err is the server's certificate failing verification.
+func untrusted(err error) bool {
+	var verification *tls.CertificateVerificationError
+	var authority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verification) || errors.As(err, &authority) || errors.As(err, &hostname) ||
+		errors.As(err, &invalid)
 }
 
 // attemptError marks a failure without an answer (transport, timeout, token file): the

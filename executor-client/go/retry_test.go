@@ -3,7 +3,11 @@ package argoresults
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -103,5 +107,41 @@ func TestADeadlineEndsTheRetriesWithTheLastError(t *testing.T) {
 	}
 	if time.Now().After(deadline) {
 		t.Errorf("gave up %v after the deadline; a wait past it is not started", time.Since(deadline))
+	}
+}
+
+// A policy's For bounds each call's retries from its first attempt, whatever the
+// deadline: the GaveUpError names the bound and keeps the last refusal.
+func TestForBoundsEachCallsRetries(t *testing.T) {
+	server, calls := whoamiServer(t, false, 503, 503, 503, 503, 503, 503, 503, 503)
+	client, _ := New(Config{URL: server.URL, Retry: &RetryPolicy{For: 2500 * time.Millisecond}})
+	start := time.Now()
+	_, err := client.Whoami(testContext(t))
+	var gaveUp *GaveUpError
+	if !errors.As(err, &gaveUp) || gaveUp.For != 2500*time.Millisecond || gaveUp.Attempts != int(calls.Load()) {
+		t.Fatalf("%v after %d calls; want a GaveUpError for 2.5s counting them", err, calls.Load())
+	}
+	if !strings.Contains(err.Error(), "gave up after") || CodeOf(err) != CodeUnavailable || IsTransient(err) {
+		t.Errorf("gave up: %v (code %q, transient %v)", err, CodeOf(err), IsTransient(err))
+	}
+	if elapsed := time.Since(start); elapsed > 2500*time.Millisecond {
+		t.Errorf("gave up after %v; no wait is started past the bound", elapsed)
+	}
+}
+
+// A server whose certificate is not trusted is a misconfiguration: one attempt, final.
+func TestAnUntrustedCertificateIsFinal(t *testing.T) {
+	var calls atomic.Int32
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+	}))
+	t.Cleanup(server.Close)
+	client, _ := New(Config{URL: server.URL, Retry: &RetryPolicy{}})
+	_, err := client.Whoami(testContext(t))
+	if err == nil || IsTransient(err) || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("an untrusted server: %v (transient %v); want a final certificate error", err, IsTransient(err))
+	}
+	if calls.Load() != 0 {
+		t.Errorf("%d requests reached the handler; the handshake must fail", calls.Load())
 	}
 }
