@@ -40,6 +40,9 @@ func (s *source) PreparePod(pod *apiv1.Pod, _ *wfv1.Template) error {
 		}})
 		env = append(env, apiv1.EnvVar{Name: "ARGO_RESULTS_CA_FILE", Value: filepath.Join(mountDir, "ca.crt")})
 	}
+	if s.settings.retryFor != "" {
+		env = append(env, apiv1.EnvVar{Name: "ARGO_RESULTS_RETRY_FOR", Value: s.settings.retryFor})
+	}
 	finalizer := common.MainContainerName
 	for _, c := range pod.Spec.Containers {
 		if c.Name == common.WaitContainerName {

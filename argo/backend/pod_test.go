@@ -56,6 +56,9 @@ func TestPreparePodWithWait(t *testing.T) {
 	if _, ok := env(wait, "ARGO_RESULTS_CA_FILE"); ok {
 		t.Fatal("a CA file without caConfigMap")
 	}
+	if _, ok := env(wait, "ARGO_RESULTS_RETRY_FOR"); ok {
+		t.Fatal("a retry bound without retryFor: the Go package's default is the one")
+	}
 	for _, c := range append(pod.Spec.Containers[1:], pod.Spec.InitContainers...) {
 		if len(c.Env) != 0 || len(c.VolumeMounts) != 0 {
 			t.Fatalf("container %s got the token: %+v", c.Name, c)
@@ -68,7 +71,7 @@ func TestPreparePodWithWait(t *testing.T) {
 func TestPreparePodMainFinalizes(t *testing.T) {
 	alone := &apiv1.Pod{Spec: apiv1.PodSpec{Containers: []apiv1.Container{marked(common.MainContainerName)}}}
 	beside := &apiv1.Pod{Spec: apiv1.PodSpec{Containers: []apiv1.Container{marked(common.WaitContainerName), marked(common.MainContainerName)}}}
-	s := testSource(t, map[string]string{"url": "u", "caConfigMap": "argo-results-ca"})
+	s := testSource(t, map[string]string{"url": "u", "caConfigMap": "argo-results-ca", "retryFor": "90s"})
 	for _, pod := range []*apiv1.Pod{alone, beside} {
 		if err := s.PreparePod(pod, nil); err != nil {
 			t.Fatal(err)
@@ -85,6 +88,9 @@ func TestPreparePodMainFinalizes(t *testing.T) {
 	}
 	if v, _ := env(alone.Spec.Containers[0], "ARGO_RESULTS_CA_FILE"); v != "/var/run/secrets/argo-results/ca.crt" {
 		t.Fatalf("CA file: %q", v)
+	}
+	if v, _ := env(beside.Spec.Containers[1], "ARGO_RESULTS_RETRY_FOR"); v != "90s" {
+		t.Fatalf("retry bound: %q", v)
 	}
 }
 

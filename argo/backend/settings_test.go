@@ -25,6 +25,8 @@ func TestSettingsRefused(t *testing.T) {
 		"short token":     {map[string]string{"url": "u", "expirationSeconds": "599"}, "at least 600"},
 		"not a number":    {map[string]string{"url": "u", "expirationSeconds": "10m"}, "whole number"},
 		"negative tokens": {map[string]string{"url": "u", "expirationSeconds": "-1"}, "at least 600"},
+		"retry for ever":  {map[string]string{"url": "u", "retryFor": "0s"}, "retryFor \"0s\": a duration of at least 1s"},
+		"retry in number": {map[string]string{"url": "u", "retryFor": "300"}, "a duration of at least 1s"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parseSettings(tc.raw)

@@ -11,6 +11,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 
 	wfv1 "github.com/argoproj/argo-workflows/v4/pkg/apis/workflow/v1alpha1"
+	errorsutil "github.com/argoproj/argo-workflows/v4/util/errors"
 	"github.com/argoproj/argo-workflows/v4/util/logging"
 	"github.com/argoproj/argo-workflows/v4/workflow/taskresults"
 
@@ -135,22 +136,32 @@ func (s *source) Results(wf *wfv1.Workflow) []taskresults.Result {
 }
 
 // Expect registers the node's pod. A row frozen already (a pod of this node completed
-// or lost its result before) gives the node's fate, as if that pod were gone.
+// or lost its result before) gives the node's fate, as if that pod were gone. A pod
+// already bound by its UID costs no call: Argo asks again on every pass that finds the
+// pod. An error the server may not have meant for good is transient for Argo (the
+// workflow is requeued); any other fails the node.
 func (s *source) Expect(ctx context.Context, wf *wfv1.Workflow, nodeID, podName, podUID string) (taskresults.Fate, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	follower, err := s.following(ctx)
 	if err != nil {
-		return taskresults.Fate{}, err
+		return taskresults.Fate{}, errorsutil.NewErrTransient(err.Error())
 	}
-	stored, err := follower.Register(ctx, ref(wf), nodeID, podName, podUID)
-	if err != nil {
-		return taskresults.Fate{}, err
+	stored, known := follower.Result(string(wf.UID), nodeID)
+	if !known || podUID == "" || stored.PodUID == nil || *stored.PodUID != podUID {
+		registered, err := follower.Register(ctx, ref(wf), nodeID, podName, podUID)
+		if argoresults.IsTransient(err) || errors.Is(err, context.DeadlineExceeded) {
+			return taskresults.Fate{}, errorsutil.NewErrTransient(err.Error())
+		}
+		if err != nil {
+			return taskresults.Fate{}, err
+		}
+		stored = *registered
 	}
 	if !stored.State.Frozen() {
 		return taskresults.Fate{}, nil
 	}
-	return fate(argoresults.Decide(argoresults.PodGone, stored)), nil
+	return fate(argoresults.Decide(argoresults.PodGone, &stored)), nil
 }
 
 func (s *source) Settle(ctx context.Context, wf *wfv1.Workflow, nodeID string, pod *apiv1.Pod) (taskresults.Fate, error) {
@@ -194,12 +205,20 @@ func fate(decision argoresults.Decision) taskresults.Fate {
 	return f
 }
 
+// Delete deletes a workflow's results when this follower knows of any. Argo calls it on
+// every update of a Fulfilled workflow, and a deletion forgets what it deleted, so only
+// the first call (or the first after one that failed) reaches the server. Results this
+// follower never saw (a workflow that ended before the controller started) are left to
+// the server's retention.
 func (s *source) Delete(ctx context.Context, wf *wfv1.Workflow) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	follower, err := s.following(ctx)
 	if err != nil {
 		return err
+	}
+	if len(follower.Results(string(wf.UID))) == 0 {
+		return nil
 	}
 	_, err = follower.Delete(ctx, ref(wf))
 	return err
@@ -230,6 +249,9 @@ type settings struct {
 	expirationSeconds int64
 	// caConfigMap (key ca.crt) is projected beside it when set.
 	caConfigMap string
+	// retryFor bounds each report's retries in reporting containers
+	// (ARGO_RESULTS_RETRY_FOR); empty: the Go package's DefaultRetryFor.
+	retryFor string
 }
 
 func parseSettings(raw map[string]string) (settings, error) {
@@ -239,11 +261,12 @@ func parseSettings(raw map[string]string) (settings, error) {
 		caFile:            raw["caFile"],
 		audience:          raw["audience"],
 		caConfigMap:       raw["caConfigMap"],
+		retryFor:          raw["retryFor"],
 		expirationSeconds: 600,
 	}
 	for key := range raw {
 		switch key {
-		case "url", "tokenFile", "caFile", "audience", "caConfigMap", "expirationSeconds":
+		case "url", "tokenFile", "caFile", "audience", "caConfigMap", "expirationSeconds", "retryFor":
 		default:
 			return s, fmt.Errorf("argo-results: unknown setting %q", key)
 		}
@@ -263,6 +286,11 @@ func parseSettings(raw map[string]string) (settings, error) {
 			return s, fmt.Errorf("argo-results: expirationSeconds %q: a whole number of seconds, at least 600 (Kubernetes' minimum)", v)
 		}
 		s.expirationSeconds = seconds
+	}
+	if s.retryFor != "" {
+		if d, err := time.ParseDuration(s.retryFor); err != nil || d < time.Second {
+			return s, fmt.Errorf("argo-results: retryFor %q: a duration of at least 1s, such as 5m", s.retryFor)
+		}
 	}
 	return s, nil
 }

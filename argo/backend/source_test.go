@@ -1,8 +1,14 @@
 package backend
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	wfv1 "github.com/argoproj/argo-workflows/v4/pkg/apis/workflow/v1alpha1"
 
@@ -43,5 +49,54 @@ func TestOutputsRead(t *testing.T) {
 	out := outputs(json.RawMessage(`{"result":"42"}`))
 	if out == nil || out.Result == nil || *out.Result != "42" {
 		t.Fatalf("result not read: %+v", out)
+	}
+}
+
+// Argo calls Delete on every update of a Fulfilled workflow: only a workflow whose results
+// the follower knows costs a call, once; a deletion that failed is tried again.
+func TestDeleteReachesTheServerOncePerKnownWorkflow(t *testing.T) {
+	var deletes atomic.Int32
+	failing := atomic.Bool{}
+	failing.Store(true)
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if req.Method == http.MethodDelete {
+			deletes.Add(1)
+			if failing.Swap(false) {
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write([]byte(`{"status":403,"code":"forbidden","title":"Forbidden"}`))
+				return
+			}
+			_, _ = w.Write([]byte(`{"deleted":1}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"namespace":"argo","workflow":"wf","workflowUid":"u1","nodeId":"n1","state":"registered","revision":1}`))
+	}))
+	t.Cleanup(server.Close)
+	client, err := argoresults.New(argoresults.Config{URL: server.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &source{client: client, follower: argoresults.NewFollower(client, 0, argoresults.FollowerOptions{}), ready: make(chan struct{})}
+	close(s.ready)
+	ctx := context.Background()
+	known := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "argo", Name: "wf", UID: "u1"}}
+	unknown := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "argo", Name: "other", UID: "u2"}}
+	if _, err := s.Expect(ctx, known, "n1", "wf-main-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, unknown); err != nil || deletes.Load() != 0 {
+		t.Fatalf("a workflow with no known results: %v, %d calls", err, deletes.Load())
+	}
+	if err := s.Delete(ctx, known); err == nil || deletes.Load() != 1 {
+		t.Fatalf("a refused deletion: %v, %d calls", err, deletes.Load())
+	}
+	for range 3 {
+		if err := s.Delete(ctx, known); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if deletes.Load() != 2 {
+		t.Fatalf("%d deletions reached the server; want 2 (the refused one, then one)", deletes.Load())
 	}
 }

@@ -31,9 +31,15 @@ type writer struct {
 	reporter  *argoresults.Reporter
 	finalizes bool
 	finalized bool
+	// gaveUp: a final report was given up (the server away past RetryFor); the container
+	// fails, and Finalize does not wait that long again.
+	gaveUp bool
+	// mains are the template's main containers, whose exit codes the final report
+	// carries (not a sidecar's, which the controller stops once main ends).
+	mains []string
 }
 
-func newWriter(ctx context.Context, getenv func(string) string, _ *wfv1.Template) (taskresults.Writer, error) {
+func newWriter(ctx context.Context, getenv func(string) string, tmpl *wfv1.Template) (taskresults.Writer, error) {
 	config := argoresults.ReporterConfigFromEnv(getenv)
 	config.Logger = argoLogger{logging.RequireLoggerFromContext(ctx)}
 	config.UserAgent = "argo-workflows argoexec (argo-results backend)"
@@ -41,7 +47,7 @@ func newWriter(ctx context.Context, getenv func(string) string, _ *wfv1.Template
 	if err != nil {
 		return nil, err
 	}
-	return &writer{reporter: reporter, finalizes: getenv(EnvFinalizes) == "true"}, nil
+	return &writer{reporter: reporter, finalizes: getenv(EnvFinalizes) == "true", mains: tmpl.GetMainContainerNames()}, nil
 }
 
 func (w *writer) Start(ctx context.Context) error {
@@ -72,14 +78,14 @@ func (w *writer) Outputs(ctx context.Context, outputs *wfv1.Outputs, failures []
 
 // Finalize completes the result if Outputs did not (a container that stopped before it).
 func (w *writer) Finalize(ctx context.Context, failures []error) error {
-	if !w.finalizes || w.finalized {
+	if !w.finalizes || w.finalized || w.gaveUp {
 		return nil
 	}
 	return w.finalize(ctx, nil, failures)
 }
 
 func (w *writer) finalize(ctx context.Context, outputs json.RawMessage, failures []error) error {
-	final := argoresults.FinalReport{Outputs: outputs, ExitCodes: exitCodes()}
+	final := argoresults.FinalReport{Outputs: outputs, ExitCodes: exitCodes(w.mains)}
 	if len(failures) > 0 {
 		// The container's own errors (an artifact it could not save) end the step in
 		// Error, as Argo ends it when this container fails.
@@ -91,23 +97,24 @@ func (w *writer) finalize(ctx context.Context, outputs json.RawMessage, failures
 		final.Phase = string(wfv1.NodeSucceeded)
 	}
 	if _, err := w.reporter.Finalize(ctx, final); err != nil {
+		var gaveUp *argoresults.GaveUpError
+		w.gaveUp = errors.As(err, &gaveUp)
 		return err
 	}
 	w.finalized = true
 	return nil
 }
 
-// exitCodes are the exit codes the emissary wrote, by container name.
-func exitCodes() map[string]int {
+// exitCodes are the exit codes the emissary wrote for the containers named, by name.
+func exitCodes(names []string) map[string]int {
 	codes := map[string]int{}
-	files, _ := filepath.Glob(filepath.Join(exitCodeDir, "*", "exitcode"))
-	for _, file := range files {
-		content, err := os.ReadFile(file)
+	for _, name := range names {
+		content, err := os.ReadFile(filepath.Join(exitCodeDir, name, "exitcode"))
 		if err != nil {
 			continue
 		}
 		if code, err := strconv.Atoi(strings.TrimSpace(string(content))); err == nil {
-			codes[filepath.Base(filepath.Dir(file))] = code
+			codes[name] = code
 		}
 	}
 	return codes

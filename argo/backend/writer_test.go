@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v4/pkg/apis/workflow/v1alpha1"
@@ -59,6 +60,13 @@ func testWriter(t *testing.T, finalizes bool, mainExitCode string) (*writer, *re
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(exitCodeDir, "main", "exitcode"), []byte(mainExitCode), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A sidecar the controller stopped once main ended: not the step's outcome.
+		if err := os.MkdirAll(filepath.Join(exitCodeDir, "sidecar"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(exitCodeDir, "sidecar", "exitcode"), []byte("143"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,5 +163,54 @@ func TestFinalizeWithoutOutputs(t *testing.T) {
 	bodies := got.all()
 	if len(bodies) != 3 || bodies[1]["progress"] != "1/2" || bodies[2]["final"] != true || bodies[2]["phase"] != "Error" {
 		t.Fatalf("reports: %v", bodies)
+	}
+}
+
+// The final report carries the main containers' exit codes only: a sidecar stopped with
+// SIGTERM once main ended does not fail the step.
+func TestSidecarExitCodesAreLeftOut(t *testing.T) {
+	bodies := outputsThenFinalize(t, true, "0")
+	outputs, _ := bodies[0]["outputs"].(map[string]any)
+	if bodies[0]["phase"] != "Succeeded" || outputs["exitCode"] != "0" {
+		t.Fatalf("final report: %v", bodies[0])
+	}
+}
+
+// A final report given up (the server away past RetryFor) fails the container; the
+// Finalize that follows does not wait that long again.
+func TestFinalizeAfterAGiveUpSendsNothing(t *testing.T) {
+	var attempts atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		attempts.Add(1)
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":503,"code":"unavailable","title":"Service Unavailable"}`))
+	}))
+	t.Cleanup(server.Close)
+	w, _ := testWriter(t, true, "0")
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"kubernetes.io":{"namespace":"argo"}}`))
+	if err := os.WriteFile(tokenFile, []byte("e30."+claims+".sig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{
+		"ARGO_RESULTS_URL": server.URL, "ARGO_RESULTS_TOKEN_FILE": tokenFile, "ARGO_RESULTS_RETRY_FOR": "1s",
+		"ARGO_RESULTS_SEQUENCE_FILE": filepath.Join(dir, "sequence"),
+		"ARGO_WORKFLOW_NAME":         "wf", "ARGO_WORKFLOW_UID": "u", "ARGO_NODE_ID": "n1",
+		"ARGO_POD_NAME": "wf-1", "ARGO_POD_UID": "p", EnvFinalizes: "true",
+	}
+	made, err := newWriter(logging.InitLoggerInContext(), func(name string) string { return vars[name] }, &wfv1.Template{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = made.(*writer)
+	ctx := context.Background()
+	if err := w.Outputs(ctx, greeting(), nil); err == nil {
+		t.Fatal("a final report the server never took succeeded")
+	}
+	before := attempts.Load()
+	if err := w.Finalize(ctx, nil); err != nil || attempts.Load() != before {
+		t.Fatalf("Finalize after the give-up: %v, %d more attempts", err, attempts.Load()-before)
 	}
 }

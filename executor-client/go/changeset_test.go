@@ -17,8 +17,8 @@ import (
 
 // The change set of docs/argo-upstream.md, call for call, against the real server: the
 // controller's side (ResumeFollower at start, Follower.Run enqueueing, Register around the
-// pod's creation, Results in argoResultsReconciliation, Settle at podReconciliation's
-// sites, Delete in persistUpdates) and the pod's (Reporter.Start, Progress, Finalize from
+// pod's creation, Results and Settle in backendTaskResultReconciliation, Delete in
+// persistUpdates) and the pod's (Reporter.Start, Progress, Finalize from
 // the container that finalizes, Outputs from main when another one does).
 
 // feedLoop is the controller's goroutine the change set adds: Follower.Run, its callback
@@ -255,7 +255,7 @@ func TestTheChangeSetsCallsDecideEveryPodEnding(t *testing.T) {
 					loop.await(t, s, st, mark)
 				}
 
-				// argoResultsReconciliation: the workflow's results as the follower knows them.
+				// backendTaskResultReconciliation: the workflow's results as the follower knows them.
 				results := f.Results(wf.UID)
 				if len(results) != 1 || results[0].NodeID != st.nodeID || results[0].State != ending.seen {
 					t.Fatalf("the workflow's results when its pod ends: %+v, want %s %s", results, st.nodeID, ending.seen)
