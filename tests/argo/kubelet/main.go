@@ -18,7 +18,13 @@
 //   - faults on demand, by annotation on the Pod (a workflow sets them through a
 //     template's metadata): kubelet.argo-results.test/pending ("true": never started),
 //     .../evict ("true": evicted as for node pressure: containers killed, phase Failed,
-//     reason Evicted), .../kill (a container's name: SIGKILL to it).
+//     reason Evicted), .../kill (a container's name: SIGKILL to it), .../reject (a
+//     reason such as OutOfcpu: refused at admission as a kubelet refuses a Pod that does
+//     not fit, phase Failed before any container ran, no container statuses),
+//     .../oom-at-exit (a container's name: reported OOMKilled, exit code 137, as it
+//     ends, whatever its own exit: a container killed after it did all it does),
+//     .../apiserver (HOST:PORT: the API server's address the Pod's containers are given,
+//     a proxy the test can stop).
 package main
 
 import (
@@ -57,7 +63,7 @@ type kubelet struct {
 	mu   sync.Mutex
 	pods map[types.UID]*podRunner
 	// Pods asked to bind or to finish deleting, so that each is asked once.
-	bound, deleted map[types.UID]bool
+	bound, deleted, rejected map[types.UID]bool
 }
 
 func main() {
@@ -102,6 +108,7 @@ func run(kubeconfig, node, root, argoexec, caFile string) error {
 		client: kubernetes.NewForConfigOrDie(config), node: node, root: root,
 		argoexec: argoexec, ca: ca, host: u.host, port: u.port, self: self,
 		pods: map[types.UID]*podRunner{}, bound: map[types.UID]bool{}, deleted: map[types.UID]bool{},
+		rejected: map[types.UID]bool{},
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -172,6 +179,13 @@ func (k *kubelet) sync(ctx context.Context, pod *apiv1.Pod) {
 		return
 	}
 	terminal := pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed
+	if reason := pod.Annotations[annotationPrefix+"reject"]; runner == nil && !terminal && reason != "" {
+		if !k.rejected[uid] {
+			k.rejected[uid] = true
+			go newPodRunner(k, pod).reject(ctx, reason)
+		}
+		return
+	}
 	if runner == nil && !terminal && pod.Annotations[annotationPrefix+"pending"] != "true" {
 		runner = newPodRunner(k, pod)
 		k.pods[uid] = runner

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -188,7 +189,10 @@ func (r *podRunner) runContainer(ctx context.Context, c apiv1.Container, volumes
 // exited records c's end and returns its exit code.
 func (r *podRunner) exited(ctx context.Context, c apiv1.Container, init bool, started time.Time, code int, message string) int {
 	reason := "Completed"
-	if code != 0 {
+	switch {
+	case r.pod.Annotations[annotationPrefix+"oom-at-exit"] == c.Name:
+		code, reason = 137, "OOMKilled"
+	case code != 0:
 		reason = "Error"
 	}
 	r.setState(ctx, c.Name, init, apiv1.ContainerState{Terminated: &apiv1.ContainerStateTerminated{
@@ -293,6 +297,16 @@ func (r *podRunner) stop(grace int64) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.kill(syscall.SIGKILL)
+}
+
+// reject fails the Pod before it runs, as a kubelet's admission refuses a Pod that does
+// not fit the node (kubelet.go rejectPod): phase Failed, the reason, and no container
+// statuses.
+func (r *podRunner) reject(ctx context.Context, reason string) {
+	r.update(ctx, func(s *apiv1.PodStatus) {
+		*s = apiv1.PodStatus{Phase: apiv1.PodFailed, Reason: reason, Message: "Pod was rejected: " + reason + " (the test's reject annotation)"}
+	})
+	r.logf("rejected: %s", reason)
 }
 
 // evict ends the Pod as a kubelet under node pressure does: its containers killed, the
@@ -438,14 +452,22 @@ func writeFile(path string, content []byte) error {
 }
 
 // env is the container's environment: its own variables resolved, as a kubelet does,
-// and the API server's address as the `kubernetes` Service's variables.
+// and the API server's address as the `kubernetes` Service's variables (the apiserver
+// annotation's HOST:PORT in its place: a way to the API server the test can cut).
 func (r *podRunner) env(ctx context.Context, c apiv1.Container) ([]string, error) {
+	host, port := r.k.host, r.k.port
+	if address := r.pod.Annotations[annotationPrefix+"apiserver"]; address != "" {
+		var err error
+		if host, port, err = net.SplitHostPort(address); err != nil {
+			return nil, fmt.Errorf("the apiserver annotation %q: %w", address, err)
+		}
+	}
 	env := []string{
 		"PATH=" + filepath.Dir(r.k.argoexec) + ":" + os.Getenv("PATH"),
 		"HOME=/root",
 		"HOSTNAME=" + r.pod.Name,
-		"KUBERNETES_SERVICE_HOST=" + r.k.host,
-		"KUBERNETES_SERVICE_PORT=" + r.k.port,
+		"KUBERNETES_SERVICE_HOST=" + host,
+		"KUBERNETES_SERVICE_PORT=" + port,
 	}
 	for _, e := range c.Env {
 		value := e.Value

@@ -8,7 +8,11 @@
 //     change feed, /api/v1/results, behind by as much);
 //   - --fail S: requests whose path ends with S are answered --fail-status (a problem+json
 //     body, as the server's own 503) without reaching the server, for --fail-for from the
-//     first of them (a rollout of the server).
+//     first of them (a rollout of the server);
+//   - --outage D: on SIGUSR1 every open connection is cut and every new one reset, for D
+//     from the signal (the server down, as its clients see it: transport errors), then it
+//     serves again on the same address, which it keeps listening on (no other process can
+//     take the port meanwhile). It logs `outage: ...` when the outage starts and ends.
 //
 // Everything else passes through unchanged, at once.
 //
@@ -33,8 +37,10 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -50,6 +56,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "where to listen")
 	cert := flag.String("cert", "", "the certificate to serve (the API server's)")
 	key := flag.String("key", "", "its key")
+	outage := flag.Duration("outage", 0, "how long the server seems down after SIGUSR1 (0: never)")
 	flag.Parse()
 	target, err := url.Parse(*upstream)
 	if err != nil || target.Host == "" || (*cert == "") != (*key == "") {
@@ -85,6 +92,9 @@ func main() {
 	listener, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *outage > 0 {
+		listener = newOutageListener(listener, *outage)
 	}
 	if *cert == "" {
 		fmt.Printf("lagproxy: http://%s\n", listener.Addr())
@@ -124,6 +134,81 @@ func (f *failing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.next.ServeHTTP(w, r)
+}
+
+// outageListener cuts and refuses connections for a while after each SIGUSR1.
+type outageListener struct {
+	net.Listener
+	period time.Duration
+
+	mu    sync.Mutex
+	until time.Time
+	open  map[net.Conn]bool
+}
+
+func newOutageListener(inner net.Listener, period time.Duration) *outageListener {
+	l := &outageListener{Listener: inner, period: period, open: map[net.Conn]bool{}}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGUSR1)
+	go func() {
+		for range signals {
+			l.start()
+		}
+	}()
+	return l
+}
+
+// start begins an outage: every open connection is reset.
+func (l *outageListener) start() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.until = time.Now().Add(l.period)
+	for conn := range l.open {
+		reset(conn)
+	}
+	log.Printf("outage: connections cut and refused for %s", l.period)
+	time.AfterFunc(l.period, func() { log.Printf("outage: over, serving again") })
+}
+
+func (l *outageListener) Accept() (net.Conn, error) {
+	for {
+		conn, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		down := time.Now().Before(l.until)
+		if !down {
+			l.open[conn] = true
+		}
+		l.mu.Unlock()
+		if down {
+			reset(conn)
+			continue
+		}
+		return &trackedConn{Conn: conn, listener: l}, nil
+	}
+}
+
+// reset closes conn with an RST, as a server that is gone answers.
+func reset(conn net.Conn) {
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// trackedConn leaves its listener's open set when closed.
+type trackedConn struct {
+	net.Conn
+	listener *outageListener
+}
+
+func (c *trackedConn) Close() error {
+	c.listener.mu.Lock()
+	delete(c.listener.open, c.Conn)
+	c.listener.mu.Unlock()
+	return c.Conn.Close()
 }
 
 type event struct {
