@@ -399,7 +399,7 @@ func TestReporterConfigFromEnvReadsTheVariablesArgoSets(t *testing.T) {
 		"ARGO_RESULTS_CA_FILE": "/var/run/secrets/argo-results/ca.crt", "ARGO_WORKFLOW_NAME": "etl",
 		"ARGO_WORKFLOW_UID": "5d0c9f5e", "ARGO_NODE_ID": "etl-1529417052", "ARGO_POD_NAME": "etl-extract-1529417052",
 		"ARGO_POD_UID": "0b6f7c1e", "ARGO_INSTANCE_ID": "blue", "ARGO_RESULTS_SEQUENCE_FILE": "/var/run/argo/seq",
-		"ARGO_NAMESPACE": "not-read",
+		"ARGO_RESULTS_RETRY_FOR": "90s", "ARGO_NAMESPACE": "not-read",
 	}
 	var read []string
 	config := ReporterConfigFromEnv(func(name string) string {
@@ -409,14 +409,15 @@ func TestReporterConfigFromEnvReadsTheVariablesArgoSets(t *testing.T) {
 	want := ReporterConfig{
 		URL: env["ARGO_RESULTS_URL"], TokenFile: env["ARGO_RESULTS_TOKEN_FILE"], CAFile: env["ARGO_RESULTS_CA_FILE"],
 		Workflow: "etl", WorkflowUID: "5d0c9f5e", NodeID: "etl-1529417052", PodName: "etl-extract-1529417052",
-		PodUID: "0b6f7c1e", InstanceID: "blue", SequenceFile: "/var/run/argo/seq",
+		PodUID: "0b6f7c1e", InstanceID: "blue", SequenceFile: "/var/run/argo/seq", retryForEnv: "90s",
 	}
 	if config != want {
 		t.Errorf("read\n%+v\nwant\n%+v", config, want)
 	}
 	slices.Sort(read)
 	wantRead := []string{"ARGO_INSTANCE_ID", "ARGO_NODE_ID", "ARGO_POD_NAME", "ARGO_POD_UID", "ARGO_RESULTS_CA_FILE",
-		"ARGO_RESULTS_SEQUENCE_FILE", "ARGO_RESULTS_TOKEN_FILE", "ARGO_RESULTS_URL", "ARGO_WORKFLOW_NAME", "ARGO_WORKFLOW_UID"}
+		"ARGO_RESULTS_RETRY_FOR", "ARGO_RESULTS_SEQUENCE_FILE", "ARGO_RESULTS_TOKEN_FILE", "ARGO_RESULTS_URL",
+		"ARGO_WORKFLOW_NAME", "ARGO_WORKFLOW_UID"}
 	if !slices.Equal(read, wantRead) {
 		t.Errorf("looked up %v, want exactly %v", read, wantRead)
 	}
