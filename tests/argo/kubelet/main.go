@@ -62,7 +62,7 @@ type kubelet struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podRunner
-	// Pods asked to bind or to finish deleting, so that each is asked once.
+	// Pods asked to bind or to finish deleting, and Pods rejected: each is acted on once.
 	bound, deleted, rejected map[types.UID]bool
 }
 
