@@ -76,15 +76,54 @@ func head(ctx context.Context, client *Client, namespace string) (int64, string,
 	return *problem.Revision, problem.Epoch, nil
 }
 
-// list reads every page of each workflow's results.
+// listConcurrency is how many workflows a resume lists at once: a restarted controller
+// with many workflows in flight waits on round trips and decoding, not on one server.
+const listConcurrency = 4
+
+// list reads every page of each workflow's results, listConcurrency workflows at a time;
+// the listings are in the order of workflows.
 func list(ctx context.Context, client *Client, workflows []WorkflowRef) ([]listing, error) {
-	listings := make([]listing, 0, len(workflows))
-	for _, workflow := range workflows {
-		pages, err := client.listPages(ctx, workflow.Namespace, workflow.Name, ListOptions{WorkflowUID: workflow.UID})
-		if err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	listings := make([]listing, len(workflows))
+	errs := make([]error, len(workflows))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(listConcurrency, len(workflows)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				workflow := workflows[i]
+				pages, err := client.listPages(ctx, workflow.Namespace, workflow.Name, ListOptions{WorkflowUID: workflow.UID})
+				listings[i], errs[i] = listing{workflow: workflow, pages: pages}, err
+				if err != nil {
+					cancel()
+				}
+			}
+		}()
+	}
+feed:
+	for i := range workflows {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	// The first failure in the order of workflows, not a later one's cancellation.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
 			return nil, err
 		}
-		listings = append(listings, listing{workflow: workflow, pages: pages})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return listings, nil
 }

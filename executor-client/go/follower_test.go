@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -282,6 +283,42 @@ func TestAWorkflowDeletedWhileRunning(t *testing.T) {
 
 // A controller restarted with nothing in flight reads on from the head, not from the
 // oldest change retained; a namespaced install's reads its own namespace's changes only.
+// A resume lists its workflows several at a time (listConcurrency): each one's results
+// are held, in the order given, and a listing refused fails the resume with its own
+// error, not another listing's cancellation.
+func TestAResumeListsEveryWorkflowInFlight(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		ctx := testContext(t)
+		admin := s.admin()
+		var inFlight []WorkflowRef
+		for i := range 3*listConcurrency + 1 {
+			wf := testWorkflow(fmt.Sprintf("resume-%d", i))
+			inFlight = append(inFlight, wf)
+			for n := 1; n <= i%3+1; n++ {
+				register(t, NewFollower(admin, 0, FollowerOptions{}), wf.step(n), wf.step(n).podUID)
+			}
+		}
+		f, err := ResumeFollower(ctx, admin, inFlight, FollowerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, wf := range inFlight {
+			if held := len(f.Results(wf.UID)); held != i%3+1 {
+				t.Errorf("%s: %d results held; want %d", wf.Name, held, i%3+1)
+			}
+		}
+
+		refused := append(slices.Clone(inFlight[:5]), WorkflowRef{Namespace: testNamespace, Name: "Not_A_Name", UID: "x"})
+		refused = append(refused, inFlight[5:]...)
+		_, err = ResumeFollower(ctx, admin, refused, FollowerOptions{})
+		var problem *ProblemError
+		if !errors.As(err, &problem) || problem.Problem.Status != 400 || !strings.Contains(err.Error(), "Not_A_Name") {
+			t.Errorf("a resume with a listing refused: %v; want that listing's 400", err)
+		}
+	})
+}
+
 func TestAResumeWithNothingInFlightStartsAtTheHead(t *testing.T) {
 	onBackends(t, func(t *testing.T, b backend) {
 		s := startServer(t, b)
