@@ -35,3 +35,46 @@ rsa2048_verifies_per_s() {
   [[ -n $rate ]] || { echo "openssl speed printed no rate" >&2; return 1; }
   echo "$rate"
 }
+# Pre-fills database $1 with results $2 to $3, 1,000 per workflow (row i is node
+# prefill-W-(1000000000+i) of workflow prefill-W, W = (i-1)/1000, UID prefill-W-uid), each
+# completed with loadgen's outputs, and their changes: written straight into the tables
+# after the store's head revision, with the server stopped (it reads no row it did not
+# write until it starts). One transaction per million rows keeps each one's memory bounded.
+prefill_results() {
+  local db=$1 first=$2 last=$3 head payload from to
+  head=$(sql -d "$db" -tA -c "SELECT revision FROM store_state")
+  payload=$(target/release/loadgen outputs | sed "s/'/''/g")
+  for ((from = first; from <= last; from += 1000000)); do
+    to=$((from + 999999 < last ? from + 999999 : last))
+    sql -d "$db" <<SQL
+BEGIN;
+CREATE TEMP TABLE prefill ON COMMIT DROP AS
+SELECT $head - $first + 1 + i AS revision,
+       format('prefill-%s', lpad(((i - 1) / 1000)::text, 5, '0')) AS workflow,
+       format('prefill-%s-uid', lpad(((i - 1) / 1000)::text, 5, '0')) AS workflow_uid,
+       format('prefill-%s-%s', lpad(((i - 1) / 1000)::text, 5, '0'), 1000000000 + i) AS node_id,
+       format('prefill-%s-main-%s', lpad(((i - 1) / 1000)::text, 5, '0'), 1000000000 + i) AS pod_name,
+       format('prefill-pod-%s', i) AS pod_uid,
+       (extract(epoch FROM now()) * 1000)::bigint AS at
+FROM generate_series($from, $to) AS i;
+INSERT INTO results (namespace, workflow_uid, node_id, workflow, pod_name, pod_uid, state,
+  outputs, sequence, revision, created_revision, created_at, updated_at, completed_at)
+SELECT 'argo', workflow_uid, node_id, workflow, pod_name, pod_uid, 'completed',
+  '$payload', 1, revision, revision, at, at, at FROM prefill;
+INSERT INTO changes (revision, namespace, item, recorded_at)
+SELECT revision, 'argo', json_build_object('type', 'upserted', 'revision', revision,
+  'result', json_build_object('namespace', 'argo', 'workflow', workflow,
+    'workflowUid', workflow_uid, 'nodeId', node_id, 'podName', pod_name, 'podUid', pod_uid,
+    'instanceId', NULL, 'state', 'completed', 'phase', NULL, 'message', NULL,
+    'progress', NULL, 'outputs', '$payload'::json, 'sequence', 1, 'revision', revision,
+    'createdAt', to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'updatedAt', to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'completedAt', to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'abandonReason', NULL))::text, at FROM prefill;
+UPDATE store_state SET revision = $head - $first + 1 + $to;
+COMMIT;
+SQL
+    say "  $to rows"
+  done
+  sql -d "$db" -c "VACUUM ANALYZE results" -c "VACUUM ANALYZE changes" >/dev/null
+}

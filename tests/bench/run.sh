@@ -54,10 +54,18 @@
 #    request can do at best).
 # 5. etcd: `etcdctl check perf --load=xl` against a private etcd on loopback (the upper
 #    bound of the WorkflowTaskResult path, which adds the API server on top).
+# 6. The status quo beside argo-results (tests/bench/status_quo.sh): a real kube-apiserver
+#    and etcd (tests/kube), pods with tokens bound to their Pods (tests/bench/pods) doing
+#    what argoexec v4 does with a WorkflowTaskResult, against the same pods' final reports
+#    to the server (--kube-jwks, Postgres); the CPU of each side per pod, the lag until each
+#    side's controller holds a result (also under a background load of Pod status
+#    updates), a controller's relist at 10,000 and 100,000 results and one workflow's
+#    deletion, and a control from the processes' own counters. Its keys are status_quo_*
+#    and their argo-results counterparts (docs/performance.md opens with them).
 # Each starts after a CHECKPOINT, so that none pays for the writes of the one before.
 #
-# Needs Postgres on 127.0.0.1:5432 (user postgres, trust), pgbench, psql and openssl;
-# installs Debian's etcd-server and etcd-client when missing. Prints a table with the
+# Needs Postgres on 127.0.0.1:5432 (user postgres, trust), pgbench, psql, openssl, kubectl,
+# curl and Go (/usr/local/go); installs Debian's etcd-server and etcd-client when missing. Prints a table with the
 # performance targets (docs/performance.md, "Method") beside the figures (a benchmark's targets: nothing fails on them),
 # then as its last line one JSON object. Knobs: CONCURRENCY (64), DURATION (20 s),
 # READ_DURATION (10 s), PGPORT, PGUSER, ARGO_RESULTS_BENCH_SERVER.
@@ -320,9 +328,13 @@ fi
 [[ -n $etcd_wps ]] || { echo "$etcd_out" >&2; echo "etcdctl printed no throughput" >&2; exit 1; }
 kill "${pids[-1]}" 2>/dev/null || true
 
+# --- the status quo, on a real API server and etcd ------------------------------------------
+# Its progress lines go on counting from this run's start.
+BENCH_SECONDS=$SECONDS bash tests/bench/status_quo.sh "$work" "$server_bin"
+
 python3 - "$service" "$per_pod" "$pgbench_tps" "$etcd_wps" "$rss_kib" "$stored" "$concurrency" "$duration" \
   "$healthz" "$list" "$select_tps" "$rsa_verifies" "$clock_ticks" "$read_duration" "$list_workflow" \
-  "$work/phases" <<'PY'
+  "$work/phases" "$work/status-quo/summary.json" <<'PY'
 import json, os, sys
 service, per_pod = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 pgbench_tps, etcd_wps = float(sys.argv[3]), float(sys.argv[4])
@@ -332,6 +344,7 @@ healthz, listing = json.loads(sys.argv[9]), json.loads(sys.argv[10])
 select_tps, rsa_verifies, clock_ticks = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13])
 read_duration, list_workflow = sys.argv[14], sys.argv[15]
 phases = {name[:-5]: json.load(open(os.path.join(sys.argv[16], name))) for name in os.listdir(sys.argv[16])}
+status_quo = json.load(open(sys.argv[17]))
 rps = service["rps"]
 
 def answered(summary):
@@ -410,6 +423,9 @@ rows = [
 print(f"\n{'':40} {'measured':>18}   notes ({duration} s each unless said)")
 for name, value, note in rows:
     print(f"{name:40} {value:>18}   {note}")
+print(f"\n{'the status quo beside argo-results':40} {'measured':>18}   notes")
+for name, value, note in status_quo["rows"]:
+    print(f"{name:40} {value:>18}   {note}")
 
 summary = {
     "service_rps": round(rps, 1),
@@ -454,7 +470,17 @@ summary = {
                                             for follower in followers)
        for quantile in ("p50", "p99", "max") for since in ("", "since_write_")},
     "visible_never_seen": sum(phases[f"visible_{f}"]["visible_never_seen"] for f in followers),
+    **status_quo["keys"],
+    "status_quo_versions": f"{status_quo['versions']}, Argo {status_quo['argo']}",
+    "status_quo_control_holds": status_quo["control"]["holds"],
 }
+# The status quo's lag and relist against ours: how many times longer the status quo takes.
+summary["status_quo_vs_argo_results_visible_p99"] = round(
+    summary["status_quo_visible_p99_ms"] / summary["visible_p99_ms"], 2)
+summary["status_quo_vs_argo_results_visible_p99_loaded"] = round(
+    summary["status_quo_visible_p99_ms_loaded"] / summary["visible_p99_ms_loaded"], 2)
+summary["status_quo_vs_argo_results_relist_100k"] = round(
+    summary["status_quo_relist_100k_s"] / summary["resume_100k_s"], 2)
 # The performance targets: for the benchmark only, never a test.
 targets = [
     ("server_cpu_vs_floor", "<=", 1.5),
@@ -471,6 +497,13 @@ targets = [
     # Its upper bound (loadgen may read a 2xx late): the lag from the write's updatedAt.
     ("visible_since_write_p99_ms", "<=", 50),
     ("visible_never_seen", "==", 0),
+    ("status_quo_vs_argo_results_cpu_per_pod", ">=", 5),
+    ("status_quo_vs_argo_results_cpu_per_lone_pod", ">=", 3),
+    ("status_quo_vs_argo_results_visible_p99", ">=", 5),
+    ("status_quo_vs_argo_results_visible_p99_loaded", ">=", 10),
+    ("status_quo_vs_argo_results_relist_100k", ">=", 10),
+    ("status_quo_errors", "==", 0),
+    ("status_quo_control_holds", "==", True),
 ]
 print(f"\n{'':40} {'measured':>18}   target")
 for key, op, target in targets:
