@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"strconv"
@@ -24,9 +25,12 @@ type observer struct {
 	ready chan struct{}
 	ended chan error
 
-	mu    sync.Mutex
-	seen  map[string]int64
-	added chan struct{}
+	mu   sync.Mutex
+	seen map[string]int64
+	// written: each node's updatedAt, the writer's clock before its commit (the Follower
+	// tells it; the informer does not).
+	written map[string]int64
+	added   chan struct{}
 }
 
 func startObserver(cmd *exec.Cmd) (*observer, error) {
@@ -43,7 +47,7 @@ func startObserver(cmd *exec.Cmd) (*observer, error) {
 		return nil, err
 	}
 	o := &observer{cmd: cmd, stdin: stdin, ready: make(chan struct{}), ended: make(chan error, 1),
-		seen: map[string]int64{}, added: make(chan struct{}, 1)}
+		seen: map[string]int64{}, written: map[string]int64{}, added: make(chan struct{}, 1)}
 	go func() { o.ended <- o.read(stdout) }()
 	select {
 	case <-o.ready:
@@ -60,6 +64,7 @@ func (o *observer) read(stdout io.Reader) error {
 	for lines.Scan() {
 		fields := strings.Fields(lines.Text())
 		var node, at string
+		var written time.Time
 		switch {
 		case len(fields) == 1 && fields[0] == "ready":
 			close(o.ready)
@@ -68,6 +73,10 @@ func (o *observer) read(stdout io.Reader) error {
 			node, at = fields[1], fields[2]
 		case len(fields) == 5 && fields[0] == "completed":
 			node, at = fields[2], fields[3]
+			var err error
+			if written, err = time.Parse(time.RFC3339Nano, fields[4]); err != nil {
+				return fmt.Errorf("unexpected updatedAt in %q", lines.Text())
+			}
 		default:
 			return fmt.Errorf("unexpected line %q", lines.Text())
 		}
@@ -78,6 +87,9 @@ func (o *observer) read(stdout io.Reader) error {
 		o.mu.Lock()
 		if _, ok := o.seen[node]; !ok {
 			o.seen[node] = nanos
+			if !written.IsZero() {
+				o.written[node] = written.UnixNano()
+			}
 		}
 		o.mu.Unlock()
 		select {
@@ -132,11 +144,20 @@ func (o *observer) missing(nodes []string) int {
 func (o *observer) sightings() map[string]int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	seen := make(map[string]int64, len(o.seen))
-	for node, at := range o.seen {
-		seen[node] = at
+	return maps.Clone(o.seen)
+}
+
+// sinceWrite is, for each node seen whose updatedAt is known, the time from that write
+// to the sighting: the lag of the feed and the controller alone, which a busy load
+// generator reading its 2xx late does not shorten.
+func (o *observer) sinceWrite() []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var lags []time.Duration
+	for node, written := range o.written {
+		lags = append(lags, max(time.Duration(o.seen[node]-written), 0))
 	}
-	return seen
+	return lags
 }
 
 func (o *observer) stop() {

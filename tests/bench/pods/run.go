@@ -51,6 +51,10 @@ type summary struct {
 	VisibleP99MS     float64 `json:"visible_p99_ms"`
 	VisibleMaxMS     float64 `json:"visible_max_ms"`
 	VisibleNeverSeen int     `json:"visible_never_seen"`
+	// From each result's updatedAt (argo-results only: the writer's clock before the
+	// commit), an upper bound of the same lag.
+	VisibleSinceWriteP50MS float64 `json:"visible_since_write_p50_ms"`
+	VisibleSinceWriteP99MS float64 `json:"visible_since_write_p99_ms"`
 	// Pod status updates the background load made while the pods ran, per second.
 	BackgroundPerS float64 `json:"background_per_s"`
 	BackgroundErrs int     `json:"background_errors"`
@@ -180,6 +184,8 @@ func run(args []string) error {
 		s.VisibleCount = len(lags)
 		s.VisibleP50MS, s.VisibleP99MS = quantileMS(lags, 0.50), quantileMS(lags, 0.99)
 		s.VisibleMaxMS = quantileMS(lags, 1)
+		sinceWrite := watch.sinceWrite()
+		s.VisibleSinceWriteP50MS, s.VisibleSinceWriteP99MS = quantileMS(sinceWrite, 0.50), quantileMS(sinceWrite, 0.99)
 	}
 	return json.NewEncoder(os.Stdout).Encode(s)
 }
