@@ -60,7 +60,8 @@
 #    to the server (--kube-jwks, Postgres); the CPU of each side per pod, the lag until each
 #    side's controller holds a result (also under a background load of Pod status
 #    updates), a controller's relist at 10,000 and 100,000 results and one workflow's
-#    deletion, and a control from the processes' own counters. Its keys are status_quo_*
+#    deletion, and a control from the processes' own counters (with its negative control:
+#    pods that leave out a write must make it refuse). Its keys are status_quo_*
 #    and their argo-results counterparts (docs/performance.md opens with them).
 # Each starts after a CHECKPOINT, so that none pays for the writes of the one before.
 #
@@ -473,6 +474,7 @@ summary = {
     **status_quo["keys"],
     "status_quo_versions": f"{status_quo['versions']}, Argo {status_quo['argo']}",
     "status_quo_control_holds": status_quo["control"]["holds"],
+    "status_quo_control_negative_refused": status_quo["control"]["negative_refused"],
 }
 # The status quo's lag and relist against ours: how many times longer the status quo takes.
 summary["status_quo_vs_argo_results_visible_p99"] = round(
@@ -504,6 +506,7 @@ targets = [
     ("status_quo_vs_argo_results_relist_100k", ">=", 10),
     ("status_quo_errors", "==", 0),
     ("status_quo_control_holds", "==", True),
+    ("status_quo_control_negative_refused", "==", True),
 ]
 print(f"\n{'':40} {'measured':>18}   target")
 for key, op, target in targets:

@@ -18,7 +18,7 @@
 # server's change feed. CPU and memory (PSS) are read from /proc: kube-apiserver plus
 # etcd, against the server plus every process of Postgres.
 #
-# 1. status_quo_pods, argo_results_pods: STATUS_QUO_PODS (2000) pods, 64 in flight; the
+# 1. status_quo_pods, argo_results_pods: STATUS_QUO_PODS (1000) pods, 64 in flight; the
 #    metrics of kube-apiserver, etcd and the server are read before and after (the control).
 # 2. status_quo_lone, argo_results_lone: STATUS_QUO_LONE_PODS (200) pods one at a time.
 # 3. status_quo_loaded, argo_results_loaded: as 1, while the API server also takes
@@ -30,6 +30,9 @@
 #    status quo's are written into etcd as copies of one created through the API server
 #    (`pods scale`), ours into Postgres by common.sh's prefill_results: seeding is not
 #    measured, and 100,000 creates through the API server take minutes here.
+# 5. status_quo_skipping, argo_results_skipping: the control's negative control, 100 pods
+#    that leave out their last write (`pods run --skip-last-write`) and still count as
+#    answered: the same count check must refuse each side.
 set -euo pipefail
 work=$(realpath -e "$1")
 server_bin=$(realpath -e "$2")
@@ -38,7 +41,7 @@ source "$(dirname "$0")/common.sh"
 SECONDS=${BENCH_SECONDS:-0}
 export PATH=$PATH:/usr/local/go/bin
 
-pods_count=${STATUS_QUO_PODS:-2000}
+pods_count=${STATUS_QUO_PODS:-1000}
 lone_count=${STATUS_QUO_LONE_PODS:-200}
 background=${STATUS_QUO_BACKGROUND:-300}
 db=argo_results_status_quo
@@ -113,10 +116,7 @@ pods() {
   local side=$1 name=$2
   shift 2
   local measured=(--cpu-pids "$status_quo_pids")
-  [[ $side == argo-results ]] && measured=(--cpu-pids "$server_pid" --cpu-postgres
-    --url "$url" --ca "$work/certs/ca.pem" --visible-via "$url" --follower "$work/follower"
-    --controller-token "$here/controller.token")
-  [[ $side == status-quo ]] && measured+=(--visible)
+  [[ $side == argo-results ]] && measured=(--cpu-pids "$server_pid" --cpu-postgres --url "$url" --ca "$work/certs/ca.pem")
   quiesce
   "$here/pods" run --kubeconfig "$KUBECONFIG" --side "$side" --namespace bench --run-id "${name//_/-}" \
     --outputs "$here/outputs.json" "${measured[@]}" "$@" >"$phases/$name.json"
@@ -124,14 +124,23 @@ pods() {
 
 for side in status-quo argo-results; do
   name=${side//-/_}
+  # Its controller observing: Argo's task-result informer, or the Follower on the feed.
+  observed=(--visible)
+  [[ $side == argo-results ]] && observed=(--visible-via "$url" --follower "$work/follower"
+    --controller-token "$here/controller.token")
   say "$side: $pods_count pods, $concurrency in flight, its controller observing"
   metrics "${name}_before"
-  pods "$side" "${name}_pods" --pods "$pods_count" --concurrency "$concurrency"
+  pods "$side" "${name}_pods" "${observed[@]}" --pods "$pods_count" --concurrency "$concurrency"
   metrics "${name}_after"
   say "$side: $lone_count pods one at a time"
-  pods "$side" "${name}_lone" --pods "$lone_count" --concurrency 1
+  pods "$side" "${name}_lone" "${observed[@]}" --pods "$lone_count" --concurrency 1
   say "$side: $pods_count pods while the API server takes $background Pod status updates a second"
-  pods "$side" "${name}_loaded" --pods "$pods_count" --concurrency "$concurrency" --background "$background"
+  pods "$side" "${name}_loaded" "${observed[@]}" --pods "$pods_count" --concurrency "$concurrency" \
+    --background "$background"
+  say "$side: the control's negative control, 100 pods that leave out their last write"
+  metrics "${name}_skipping_before"
+  pods "$side" "${name}_skipping" --pods 100 --concurrency "$concurrency" --skip-last-write
+  metrics "${name}_skipping_after"
 done
 
 say "the status quo at scale: 10,000 task results, a controller's relist"
@@ -177,10 +186,10 @@ def counter(snapshot, metric, **labels):
             total += float(match[3])
     return round(total)
 
-def delta(side, source, metric, **labels):
-    """How much side's phase of 64 in flight moved a counter of source."""
-    return (counter(f"{side}_after.{source}.prom", metric, **labels)
-            - counter(f"{side}_before.{source}.prom", metric, **labels))
+def delta(run, source, metric, **labels):
+    """How much the phase `run` (its snapshots `run`_before and _after) moved a counter."""
+    return (counter(f"{run}_after.{source}.prom", metric, **labels)
+            - counter(f"{run}_before.{source}.prom", metric, **labels))
 
 sq, ours = "status_quo", "argo_results"
 keys = {}
@@ -216,24 +225,36 @@ keys.update({
 })
 
 # The control: what the measured processes counted themselves, for the 64-in-flight phase.
-control = {}
-answered = phase[f"{sq}_pods"]["pods"] - phase[f"{sq}_pods"]["errors"]
 wtr = dict(group="argoproj.io", resource="workflowtaskresults")
-control["status_quo_pods_answered"] = answered
-control["apiserver_creates_201"] = delta(sq, "apiserver", "apiserver_request_total", verb="POST", code="201", **wtr)
-control["apiserver_patches_200"] = delta(sq, "apiserver", "apiserver_request_total", verb="PATCH", code="200", **wtr)
-control["apiserver_pod_creates_201"] = delta(sq, "apiserver", "apiserver_request_total", verb="POST", code="201",
-                                             resource="pods", subresource="")
-control["etcd_puts"] = delta(sq, "etcd", "etcd_mvcc_put_total")
-control["argo_results_pods_answered"] = phase[f"{ours}_pods"]["pods"] - phase[f"{ours}_pods"]["errors"]
-control["server_reports"] = delta(ours, "server", "argo_results_reports_total")
-# Each pod's Pod is created (1 put), then its result created and patched twice (3 puts);
-# the API server's own leases add a few puts every 10 s.
-control["holds"] = (
-    control["apiserver_creates_201"] == answered
-    and control["apiserver_patches_200"] == 2 * answered
-    and 0 <= control["etcd_puts"] - control["apiserver_pod_creates_201"] - 3 * answered <= 50
-    and control["server_reports"] == control["argo_results_pods_answered"])
+def control_of(run):
+    """What phase `run` of each side (`pods`, or `skipping`, the negative control) made the
+    processes count, and whether each side's counts match the pods the generator counted."""
+    sq_phase, ours_phase = phase[f"{sq}_{run}"], phase[f"{ours}_{run}"]
+    sq_run, ours_run = sq if run == "pods" else f"{sq}_{run}", ours if run == "pods" else f"{ours}_{run}"
+    c = {"status_quo_pods_answered": sq_phase["pods"] - sq_phase["errors"]}
+    c["apiserver_creates_201"] = delta(sq_run, "apiserver", "apiserver_request_total", verb="POST", code="201", **wtr)
+    c["apiserver_patches_200"] = delta(sq_run, "apiserver", "apiserver_request_total", verb="PATCH", code="200", **wtr)
+    c["apiserver_pod_creates_201"] = delta(sq_run, "apiserver", "apiserver_request_total", verb="POST", code="201",
+                                           resource="pods", subresource="")
+    c["etcd_puts"] = delta(sq_run, "etcd", "etcd_mvcc_put_total")
+    c["argo_results_pods_answered"] = ours_phase["pods"] - ours_phase["errors"]
+    c["server_reports"] = delta(ours_run, "server", "argo_results_reports_total")
+    answered = c["status_quo_pods_answered"]
+    # Each pod's Pod is created (1 put), then its result created and patched twice (3 puts);
+    # the API server's own leases add a few puts every 10 s.
+    c["status_quo_holds"] = (
+        c["apiserver_creates_201"] == answered
+        and c["apiserver_patches_200"] == 2 * answered
+        and 0 <= c["etcd_puts"] - c["apiserver_pod_creates_201"] - 3 * answered <= 50)
+    c["argo_results_holds"] = c["server_reports"] == c["argo_results_pods_answered"]
+    return c
+
+control = control_of("pods")
+control["holds"] = control["status_quo_holds"] and control["argo_results_holds"]
+skipping = control_of("skipping")
+# The negative control: pods that leave out a write must make each side's check refuse.
+control["negative_refused"] = not skipping["status_quo_holds"] and not skipping["argo_results_holds"]
+control["negative"] = skipping
 
 def visible(p):
     since_write = (f"; from updatedAt p50 {p['visible_since_write_p50_ms']:.1f} ms, "
@@ -260,7 +281,10 @@ for side_key, label in ((sq, "status quo"), (ours, "argo-results")):
     s = phase[f"{side_key}_scale_100k"]
     rows.append(("  delete one workflow's 1,000", f"{s['delete_s'] * 1000:.0f} ms",
                  f"CPU {s['delete_cpu_ticks'] / clock_ticks * 1000:.0f} ms, {s['deleted']:,} deleted"))
-rows.append(("control (the processes' own counters)", "holds" if control["holds"] else "MISMATCH",
-             ", ".join(f"{k} {v}" for k, v in control.items() if k != "holds")))
+def counts(c):
+    return ", ".join(f"{k} {v}" for k, v in c.items() if not k.endswith("holds") and k not in ("negative", "negative_refused"))
+rows.append(("control (the processes' own counters)", "holds" if control["holds"] else "MISMATCH", counts(control)))
+rows.append(("  its negative control (pods leave out a write)",
+             "refused" if control["negative_refused"] else "NOT REFUSED: the check cannot fail", counts(skipping)))
 print(json.dumps({"keys": keys, "rows": rows, "control": control, "versions": versions, "argo": argo_version}))
 PY

@@ -30,6 +30,7 @@ type runFlags struct {
 	cpuPIDs         string
 	postgres        bool
 	background      int
+	skipLastWrite   bool
 }
 
 // summary is `run`'s JSON line.
@@ -80,6 +81,8 @@ func run(args []string) error {
 	set.StringVar(&f.cpuPIDs, "cpu-pids", "", "comma-separated PIDs whose CPU and memory are the side's")
 	set.BoolVar(&f.postgres, "cpu-postgres", false, "also count every process of the machine's Postgres")
 	set.IntVar(&f.background, "background", 0, "Pod status updates per second sent to the API server meanwhile")
+	set.BoolVar(&f.skipLastWrite, "skip-last-write", false, "the control's negative control: each pod leaves out its last write "+
+		"(the status quo FinalizeOutput's patch, argo-results its report) and still counts as answered")
 	if err := set.Parse(args); err != nil {
 		return err
 	}
@@ -108,10 +111,10 @@ func run(args []string) error {
 	var send reporter
 	audience := ""
 	if f.side == "status-quo" {
-		send = &statusQuo{base: c.anonymous, namespace: f.namespace, outputs: &outputs}
+		send = &statusQuo{base: c.anonymous, namespace: f.namespace, outputs: &outputs, skipLastWrite: f.skipLastWrite}
 	} else {
 		audience = argoResultsAudience
-		if send, err = newArgoResults(f.url, f.ca, f.namespace, outputsJSON); err != nil {
+		if send, err = newArgoResults(f.url, f.ca, f.namespace, outputsJSON, f.skipLastWrite); err != nil {
 			return err
 		}
 	}
