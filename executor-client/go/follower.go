@@ -166,10 +166,7 @@ func (f *Follower) Register(ctx context.Context, workflow WorkflowRef, nodeID, p
 // pruned (410 gone), every workflow followed is listed again, and all are returned.
 func (f *Follower) Follow(ctx context.Context, wait time.Duration) ([]WorkflowRef, error) {
 	f.mu.Lock()
-	since := f.known.since
-	f.mu.Unlock()
-	f.mu.Lock()
-	epoch := f.known.epoch
+	since, epoch := f.known.since, f.known.epoch
 	f.mu.Unlock()
 	page, err := f.client.Feed(ctx, FeedOptions{Since: since, Epoch: epoch, Namespace: f.namespace, Watch: wait > 0, Timeout: wait})
 	if CodeOf(err) == CodeGone {
