@@ -39,7 +39,9 @@ Exit status:
 /// Example (production):
 ///   argo-results-server --database-url postgres://argo-results@db/argo-results \
 ///     --listen 0.0.0.0:8080 --jwks-file /etc/argo-results/jwks.json \
-///     --controller system:serviceaccount:argo:argo --reader system:serviceaccount:argo:argo-server
+///     --issuer https://kubernetes.default.svc.cluster.local \
+///     --controller system:serviceaccount:argo:argo \
+///     --reader system:serviceaccount:argo:argo-results-admin
 #[derive(Debug, Clone, Parser)]
 #[command(name = "argo-results-server", version, verbatim_doc_comment, after_help = EXIT_CODES)]
 pub struct Config {

@@ -15,7 +15,7 @@ use super::failure::Failure;
 ///
 /// Examples:
 ///   argo-results token --namespace argo --pod-name my-wf-main-1234 --pod-uid pod-uid-1
-///   argo-results token --subject system:serviceaccount:argo:argo-server --ttl 10m
+///   argo-results token --subject system:serviceaccount:argo:argo-results-admin --ttl 10m
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct TokenArgs {
