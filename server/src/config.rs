@@ -38,8 +38,7 @@ Exit status:
 ///
 /// Example (production):
 ///   argo-results-server --database-url postgres://argo-results@db/argo-results \
-///     --listen 0.0.0.0:8080 --jwks-file /etc/argo-results/jwks.json \
-///     --issuer https://kubernetes.default.svc.cluster.local \
+///     --listen 0.0.0.0:8080 --kube-jwks \
 ///     --controller system:serviceaccount:argo:argo \
 ///     --reader system:serviceaccount:argo:argo-results-admin
 #[derive(Debug, Clone, Parser)]
