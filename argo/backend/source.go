@@ -209,15 +209,25 @@ func fate(decision argoresults.Decision) taskresults.Fate {
 // every update of a Fulfilled workflow, and a deletion forgets what it deleted, so only
 // the first call (or the first after one that failed) reaches the server. Results this
 // follower never saw (a workflow that ended before the controller started) are left to
-// the server's retention.
+// the server's retention, or to Reset if the workflow is retried.
 func (s *source) Delete(ctx context.Context, wf *wfv1.Workflow) error {
+	return s.deleteResults(ctx, wf, false)
+}
+
+// Reset deletes a retried workflow's results, known to this follower or not.
+func (s *source) Reset(ctx context.Context, wf *wfv1.Workflow) error {
+	return s.deleteResults(ctx, wf, true)
+}
+
+// deleteResults deletes a workflow's results; unless always, only when any are known.
+func (s *source) deleteResults(ctx context.Context, wf *wfv1.Workflow, always bool) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	follower, err := s.following(ctx)
 	if err != nil {
 		return err
 	}
-	if len(follower.Results(string(wf.UID))) == 0 {
+	if !always && len(follower.Results(string(wf.UID))) == 0 {
 		return nil
 	}
 	_, err = follower.Delete(ctx, ref(wf))

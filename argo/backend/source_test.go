@@ -53,8 +53,9 @@ func TestOutputsRead(t *testing.T) {
 }
 
 // Argo calls Delete on every update of a Fulfilled workflow: only a workflow whose results
-// the follower knows costs a call, once; a deletion that failed is tried again.
-func TestDeleteReachesTheServerOncePerKnownWorkflow(t *testing.T) {
+// the follower knows costs a call, once; a deletion that failed is tried again. Reset (a
+// retried workflow) always reaches the server.
+func TestDeleteOncePerKnownWorkflowResetAlways(t *testing.T) {
 	var deletes atomic.Int32
 	failing := atomic.Bool{}
 	failing.Store(true)
@@ -98,5 +99,10 @@ func TestDeleteReachesTheServerOncePerKnownWorkflow(t *testing.T) {
 	}
 	if deletes.Load() != 2 {
 		t.Fatalf("%d deletions reached the server; want 2 (the refused one, then one)", deletes.Load())
+	}
+	// A retried workflow's results are deleted whether or not the follower saw them (it
+	// did not follow a workflow that ended before it started).
+	if err := s.Reset(ctx, unknown); err != nil || deletes.Load() != 3 {
+		t.Fatalf("Reset of a workflow the follower does not know: %v, %d calls; want a call", err, deletes.Load())
 	}
 }

@@ -58,7 +58,9 @@ func (r *podRunner) run(ctx context.Context) {
 	})
 	for _, c := range r.pod.Spec.InitContainers {
 		if code, _ := r.runContainer(ctx, c, volumes, true); code != 0 || r.isStopped() {
-			r.finish(ctx, apiv1.PodFailed, "", "")
+			if !r.wasEvicted() { // else evict wrote the Pod's end
+				r.finish(ctx, apiv1.PodFailed, "", "")
+			}
 			return
 		}
 	}
@@ -79,10 +81,16 @@ func (r *podRunner) run(ctx context.Context) {
 			phase = apiv1.PodFailed
 		}
 	}
-	if r.evicted {
+	if r.wasEvicted() {
 		return // evict wrote the Pod's end
 	}
 	r.finish(ctx, phase, "", "")
+}
+
+func (r *podRunner) wasEvicted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.evicted
 }
 
 func (r *podRunner) isStopped() bool {

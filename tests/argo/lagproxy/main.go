@@ -8,7 +8,8 @@
 //     change feed, /api/v1/results, behind by as much);
 //   - --fail S: requests whose path ends with S are answered --fail-status (a problem+json
 //     body, as the server's own 503) without reaching the server, for --fail-for from the
-//     first of them (a rollout of the server);
+//     first of them (a rollout of the server); with --fail-method M, only requests of
+//     method M (a DELETE of a collection, whose path its list and watch share);
 //   - --outage D: on SIGUSR1 every open connection is cut and every new one reset, for D
 //     from the signal (the server down, as its clients see it: transport errors), then it
 //     serves again on the same address, which it keeps listening on (no other process can
@@ -53,6 +54,7 @@ func main() {
 	fail := flag.String("fail", "", "the path suffix whose requests are failed")
 	failFor := flag.Duration("fail-for", 15*time.Second, "how long they fail, from the first")
 	failStatus := flag.Int("fail-status", http.StatusServiceUnavailable, "the status they get")
+	failMethod := flag.String("fail-method", "", "the method of the requests failed (default: any)")
 	listen := flag.String("listen", "127.0.0.1:0", "where to listen")
 	cert := flag.String("cert", "", "the certificate to serve (the API server's)")
 	key := flag.String("key", "", "its key")
@@ -87,7 +89,7 @@ func main() {
 	}
 	handler := http.Handler(proxy)
 	if *fail != "" {
-		handler = &failing{next: proxy, suffix: *fail, period: *failFor, status: *failStatus}
+		handler = &failing{next: proxy, suffix: *fail, method: *failMethod, period: *failFor, status: *failStatus}
 	}
 	listener, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -104,11 +106,12 @@ func main() {
 	log.Fatal(http.ServeTLS(listener, handler, *cert, *key))
 }
 
-// failing answers requests whose path ends with suffix with status for period from the
-// first of them, and passes everything else on.
+// failing answers requests whose path ends with suffix (and of method, if set) with status
+// for period from the first of them, and passes everything else on.
 type failing struct {
 	next   http.Handler
 	suffix string
+	method string
 	period time.Duration
 	status int
 
@@ -117,7 +120,7 @@ type failing struct {
 }
 
 func (f *failing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasSuffix(r.URL.Path, f.suffix) {
+	if strings.HasSuffix(r.URL.Path, f.suffix) && (f.method == "" || r.Method == f.method) {
 		f.mu.Lock()
 		if f.first.IsZero() {
 			f.first = time.Now()
