@@ -3,6 +3,7 @@ package backend
 import (
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
 
@@ -16,12 +17,19 @@ const (
 	volumeName = "argo-results"
 	// mountDir is where reporting containers find them: the Go package's default.
 	mountDir = "/var/run/secrets/argo-results"
+	// envPrefix names the variables the Go package reads in a reporting container.
+	envPrefix = "ARGO_RESULTS_"
 )
 
 // PreparePod gives the containers the controller marked as reporting (taskresults'
 // EnvVarBackend) a token bound to the pod, for the server's audience, and the server's
 // address; no other container gets the token. The wait container, when the pod has one,
 // completes the result; otherwise main does (a resource or data template on its own).
+// The variables it sets are the backend's settings alone: any other ARGO_RESULTS_* in a
+// reporting container (from the controller's executor.env, which Argo copies into every
+// executor container, or a template's podSpecPatch) is dropped, so that no setting of the
+// kind goes half through (a CA file that is not projected, say). Containers that do not
+// report keep theirs: a step's own program may use argo-results.
 func (s *source) PreparePod(pod *apiv1.Pod, _ *wfv1.Template) error {
 	expiration := s.settings.expirationSeconds
 	projected := &apiv1.ProjectedVolumeSource{Sources: []apiv1.VolumeProjection{{
@@ -55,7 +63,13 @@ func (s *source) PreparePod(pod *apiv1.Pod, _ *wfv1.Template) error {
 			continue
 		}
 		reporting = true
-		c.Env = append(c.Env, env...)
+		own := c.Env[:0:0]
+		for _, e := range c.Env {
+			if !strings.HasPrefix(e.Name, envPrefix) {
+				own = append(own, e)
+			}
+		}
+		c.Env = append(own, env...)
 		c.Env = append(c.Env, apiv1.EnvVar{Name: EnvFinalizes, Value: strconv.FormatBool(c.Name == finalizer)})
 		c.VolumeMounts = append(c.VolumeMounts, apiv1.VolumeMount{Name: volumeName, MountPath: mountDir, ReadOnly: true})
 		pod.Spec.Containers[i] = c

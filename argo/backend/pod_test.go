@@ -94,6 +94,41 @@ func TestPreparePodMainFinalizes(t *testing.T) {
 	}
 }
 
+// A reporting container's ARGO_RESULTS_* are the backend's settings alone: those the
+// controller's executor.env put in every executor container are dropped there, and a
+// container that does not report keeps its own.
+func TestPreparePodDropsOtherSettings(t *testing.T) {
+	fromExecutorEnv := []apiv1.EnvVar{
+		{Name: "ARGO_RESULTS_URL", Value: "https://elsewhere"},
+		{Name: "ARGO_RESULTS_CA_FILE", Value: "/not/projected.crt"},
+		{Name: "ARGO_RESULTS_FINALIZES", Value: "true"},
+		{Name: "HTTPS_PROXY", Value: "http://proxy:3128"},
+	}
+	wait := marked(common.WaitContainerName)
+	wait.Env = append(append([]apiv1.EnvVar{}, fromExecutorEnv...), wait.Env...)
+	mainEnv := []apiv1.EnvVar{{Name: "ARGO_RESULTS_URL", Value: "https://the-steps-own"}}
+	pod := &apiv1.Pod{Spec: apiv1.PodSpec{Containers: []apiv1.Container{wait, {Name: common.MainContainerName, Env: mainEnv}}}}
+	if err := testSource(t, map[string]string{"url": "https://server:8443"}).PreparePod(pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, e := range pod.Spec.Containers[0].Env {
+		seen[e.Name]++
+	}
+	if seen["ARGO_RESULTS_URL"] != 1 || seen["ARGO_RESULTS_FINALIZES"] != 1 || seen["ARGO_RESULTS_CA_FILE"] != 0 {
+		t.Fatalf("wait's variables: %+v", pod.Spec.Containers[0].Env)
+	}
+	if v, _ := env(pod.Spec.Containers[0], "ARGO_RESULTS_URL"); v != "https://server:8443" {
+		t.Fatalf("wait reports to %q", v)
+	}
+	if v, _ := env(pod.Spec.Containers[0], "HTTPS_PROXY"); v != "http://proxy:3128" {
+		t.Fatal("a variable not of the backend dropped")
+	}
+	if v, _ := env(pod.Spec.Containers[1], "ARGO_RESULTS_URL"); v != "https://the-steps-own" {
+		t.Fatalf("main's own variable changed: %q", v)
+	}
+}
+
 // A pod none of whose containers report gets nothing.
 func TestPreparePodNoneReports(t *testing.T) {
 	pod := &apiv1.Pod{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: common.MainContainerName}}}}
