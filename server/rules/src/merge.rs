@@ -5,6 +5,8 @@
 //! A member the patch leaves alone keeps its stored text, and a value the patch sets is
 //! stored as sent: only objects that both sides have are rebuilt from their members.
 
+use std::collections::{HashMap, VecDeque};
+
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
@@ -75,7 +77,10 @@ impl Merged<'_> {
     }
 }
 
-/// RFC 7386 `MergePatch(target, patch)` as text.
+/// RFC 7386 `MergePatch(target, patch)` as text, in time linear in the members of both:
+/// each patch member finds its stored namesake through an index, never by a search (a
+/// report of 180,000 members held the writer for 32 s that way), and a removed member is
+/// left out when the object is written rather than shifted out of the list.
 fn merge_value<'a>(
     target: Option<&'a RawValue>,
     patch: &'a RawValue,
@@ -83,38 +88,54 @@ fn merge_value<'a>(
     if !is_object(patch) {
         return Ok(Merged::Text(patch.get()));
     }
-    let mut merged: Vec<(String, Merged<'a>)> = match target {
+    // Each member in its place; `None` once the patch removed it.
+    let mut merged: Vec<(String, Option<Merged<'a>>)> = match target {
         Some(target) if is_object(target) => members(target)?
             .0
             .into_iter()
-            .map(|(key, value)| (key, Merged::Text(value.get())))
+            .map(|(key, value)| (key, Some(Merged::Text(value.get()))))
             .collect(),
         _ => Vec::new(),
     };
+    // Where each name's members are, first first: a name the text repeats is merged into
+    // its first member still there, as a search from the start would find it.
+    let mut index: HashMap<String, VecDeque<usize>> = HashMap::with_capacity(merged.len());
+    for (at, (key, _)) in merged.iter().enumerate() {
+        index.entry(key.clone()).or_default().push_back(at);
+    }
     for (key, value) in members(patch)?.0 {
-        let at = merged.iter().position(|(name, _)| *name == key);
+        let at = index.get(&key).and_then(|places| places.front().copied());
         if is_null(value) {
             if let Some(at) = at {
-                merged.remove(at);
+                merged[at].1 = None;
+                if let Some(places) = index.get_mut(&key) {
+                    places.pop_front();
+                }
             }
             continue;
         }
-        let stored = match at {
-            Some(at) => match &merged[at].1 {
-                Merged::Text(text) => Some(serde_json::from_str::<&RawValue>(text)?),
-                Merged::Built(_) => None,
-            },
-            None => None,
+        let stored = match at.and_then(|at| merged[at].1.as_ref()) {
+            Some(Merged::Text(text)) => Some(serde_json::from_str::<&RawValue>(text)?),
+            _ => None,
         };
         let value = merge_value(stored, value)?;
         match at {
-            Some(at) => merged[at].1 = value,
-            None => merged.push((key, value)),
+            Some(at) => merged[at].1 = Some(value),
+            None => {
+                index
+                    .entry(key.clone())
+                    .or_default()
+                    .push_back(merged.len());
+                merged.push((key, Some(value)));
+            }
         }
     }
     let mut text = String::from("{");
-    for (i, (key, value)) in merged.iter().enumerate() {
-        if i > 0 {
+    for (key, value) in merged
+        .iter()
+        .filter_map(|(key, value)| Some((key, value.as_ref()?)))
+    {
+        if text.len() > 1 {
             text.push(',');
         }
         text.push_str(&serde_json::to_string(key)?);
@@ -201,6 +222,21 @@ mod tests {
         assert_eq!(
             merged(None, r#"{"a":{"b":null},"c":1}"#),
             r#"{"a":{},"c":1}"#
+        );
+    }
+
+    #[test]
+    fn a_repeated_name_merges_into_its_first_member_still_there() {
+        let stored = r#"{"a":1,"b":2,"a":3}"#;
+        assert_eq!(merged(Some(stored), r#"{"a":4}"#), r#"{"a":4,"b":2,"a":3}"#);
+        assert_eq!(merged(Some(stored), r#"{"a":null}"#), r#"{"b":2,"a":3}"#);
+        assert_eq!(
+            merged(Some(stored), r#"{"a":null,"a":5}"#),
+            r#"{"b":2,"a":5}"#
+        );
+        assert_eq!(
+            merged(Some(stored), r#"{"a":null,"a":null,"a":6}"#),
+            r#"{"b":2,"a":6}"#
         );
     }
 
