@@ -1,8 +1,9 @@
 //! The import rules of docs/architecture.md ("Layering rules"), checked on the sources:
 //! each top-level module of the server names, through `crate::<module>`, only the modules
 //! its rule allows; the rules crate depends on the wire types alone and does no I/O; the
-//! wire types depend on nothing of ours. Paths that climb with `super::` are not followed:
-//! they stay inside their module today, and another module is named with `crate::`.
+//! wire types depend on nothing of ours; every write of the store begins at its one door.
+//! Paths that climb with `super::` are not followed: they stay inside their module today,
+//! and another module is named with `crate::`.
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +49,13 @@ const NO_IO: &[&str] = &[
     "std::thread",
     "std::env",
 ];
+
+/// What begins a write, or writes outside a transaction, anywhere but the store's door
+/// (L14): a writing transaction on a pool connection, an autocommitted statement.
+const PAST_THE_DOOR: &[&str] = &["This::BEGIN_WRITE", ".execute(&self.pool)"];
+
+/// The store's door, where [`PAST_THE_DOOR`] belongs.
+const THE_DOOR: &str = "store/sql/transaction.rs";
 
 fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
     let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -100,6 +108,25 @@ fn breaches(file: &str, module: &str, text: &str) -> Vec<String> {
                 .map(move |named| {
                     format!(
                         "{file}:{line}: `{module}` names `crate::{named}`; rule {rule} allows {allowed:?}"
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The writes of one file that do not begin at the store's door (L14).
+fn writes_past_the_door(file: &str, text: &str) -> Vec<String> {
+    if file == THE_DOOR {
+        return Vec::new();
+    }
+    code_lines(text)
+        .flat_map(|(line, code)| {
+            PAST_THE_DOOR
+                .iter()
+                .filter(|pattern| code.contains(*pattern))
+                .map(move |pattern| {
+                    format!(
+                        "{file}:{line}: `{pattern}`: rule L14, every write begins at {THE_DOOR}"
                     )
                 })
         })
@@ -160,6 +187,29 @@ fn each_server_module_names_only_what_its_rule_allows() {
 }
 
 #[test]
+fn every_write_of_the_store_begins_at_its_door() {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src.join("store"), &mut files);
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|path| {
+            let relative = path.strip_prefix(&src).expect("under src");
+            writes_past_the_door(&relative.display().to_string(), &read(path))
+        })
+        .collect();
+    assert!(
+        files.iter().any(|path| path.ends_with(THE_DOOR)),
+        "the store's door was not found"
+    );
+    assert!(
+        found.is_empty(),
+        "writes past the door:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
 fn the_rules_crate_knows_only_the_wire_types_and_does_no_io() {
     let rules = root().join("rules");
     for name in dependencies(&read(&rules.join("Cargo.toml"))) {
@@ -206,6 +256,18 @@ fn a_breach_is_named_with_its_file_line_and_rule() {
         breaches("newmod.rs", "newmod", "")[0],
         "newmod.rs: the module `newmod` has no row in docs/architecture.md's layering rules"
     );
+    assert_eq!(
+        writes_past_the_door(
+            "store/sql/claims.rs",
+            "let tx = self.pool.begin_with(This::BEGIN_WRITE).await?;\n"
+        ),
+        vec![
+            "store/sql/claims.rs:1: `This::BEGIN_WRITE`: rule L14, every write begins at \
+             store/sql/transaction.rs"
+                .to_owned()
+        ]
+    );
+    assert!(writes_past_the_door(THE_DOOR, ".execute(&self.pool)").is_empty());
     assert_eq!(
         named_modules("argo_results_crate::x; crate::auth::Caller"),
         ["auth"]

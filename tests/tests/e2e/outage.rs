@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use argo_results_tests::fixtures::{NS, WF, outputs, step};
+use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
 use argo_results_tests::server::{Raw, postgres_database_url};
 use argo_results_tests::{Auth, Backend, TestServer, eventually};
@@ -187,4 +187,81 @@ async fn a_dropped_database_answers_503() {
     assert_unavailable(&deleted, "SQLite deleted");
     assert_unavailable(&sqlite_readyz, "SQLite deleted, /readyz");
     assert!(sqlite.log().contains("results.db was deleted or replaced"));
+}
+
+/// Every kind of write, not only reports, is refused once the SQLite file is deleted
+/// (`store/sql/transaction.rs`, "The door of every write"): a cron tick's claim and its
+/// settle, a workflow's deletion and a retention pass. Each would otherwise be
+/// acknowledged into the unlinked file and lost at the next restart: a lost claim is a
+/// tick that can run twice.
+#[tokio::test]
+async fn every_write_to_a_deleted_sqlite_file_is_refused() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .auth(Auth::None)
+        .flags(&["--retention-every", "100ms"])
+        .start()
+        .await;
+    let runs = format!("/api/v1/namespaces/{NS}/cronworkflows/nightly/runs");
+    let claim = |scheduled: &str| {
+        serde_json::json!({
+            "cronWorkflowUid": "8e2a6f0c-cron",
+            "scheduledTime": scheduled,
+            "workflowName": "nightly-1795971600",
+        })
+        .to_string()
+    };
+    let post = async |path: &str, body: String| {
+        server
+            .raw(
+                reqwest::Method::POST,
+                path,
+                None,
+                Some("application/json"),
+                body,
+            )
+            .await
+    };
+    assert_eq!(put_report(&server, 1).await.status, 201);
+    let held = post(&runs, claim("2026-11-29T17:00:00Z")).await;
+    assert_eq!(held.status, 201, "{}", held.text);
+
+    std::fs::remove_file(server.dir.path().join("results.db")).expect("remove the SQLite file");
+    let claimed = post(&runs, claim("2026-11-29T18:00:00Z")).await;
+    let settle = serde_json::json!({
+        "cronWorkflowUid": "8e2a6f0c-cron",
+        "scheduledTime": "2026-11-29T17:00:00Z",
+        "claimId": held.json["claimId"],
+        "outcome": "submitted",
+        "workflowUid": "wf-uid-1",
+    });
+    let settled = post(&format!("{runs}/settle"), settle.to_string()).await;
+    let deleted = server
+        .raw(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/namespaces/{NS}/workflows/{WF}/results?workflowUid={UID}"),
+            None,
+            None,
+            Vec::new(),
+        )
+        .await;
+    println!(
+        "writes to a deleted SQLite file: claim {}, settle {}, delete {}",
+        claimed.status, settled.status, deleted.status
+    );
+    assert_unavailable(&claimed, "a claim");
+    assert_unavailable(&settled, "a settle");
+    assert_unavailable(&deleted, "a deletion");
+    eventually(
+        "a retention pass refused, in the server's log",
+        Duration::from_secs(10),
+        async || {
+            let log = server.log();
+            log.lines()
+                .any(|line| {
+                    line.contains("retention pass failed") && line.contains("deleted or replaced")
+                })
+                .then_some(())
+        },
+    )
+    .await;
 }

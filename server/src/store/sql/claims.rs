@@ -108,7 +108,7 @@ impl This {
         claim: &NewClaim,
         claim_id: &str,
     ) -> StoreResult<Option<ClaimRow>> {
-        let mut tx = self.pool.begin_with(This::BEGIN_WRITE).await?;
+        let mut tx = self.begin_write().await?.tx;
         let (current, now) =
             locked(&mut tx, &claim.cron_workflow_uid, claim.scheduled_millis).await?;
         let row = match claim::claim(current.as_ref(), claim, claim_id, now) {
@@ -144,7 +144,7 @@ impl This {
 
     /// Records what the holder of a claim did with its tick.
     pub(in crate::store) async fn settle(&self, settlement: &Settlement) -> StoreResult<Claim> {
-        let mut tx = self.pool.begin_with(This::BEGIN_WRITE).await?;
+        let mut tx = self.begin_write().await?.tx;
         let (current, now) = locked(
             &mut tx,
             &settlement.cron_workflow_uid,

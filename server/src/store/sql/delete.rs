@@ -125,12 +125,15 @@ impl This {
     /// Deletes up to [`RETENTION_BATCH`] claims that retention removes (see
     /// `prunable_claim!`).
     pub(in crate::store) async fn prune_claims(&self, before: i64) -> StoreResult<u64> {
-        Ok(sqlx::query(DELETE_OLD_CLAIMS)
+        let mut tx = self.begin_write().await?;
+        let deleted = sqlx::query(DELETE_OLD_CLAIMS)
             .bind(before)
             .bind(RETENTION_BATCH)
-            .execute(&self.pool)
+            .execute(&mut *tx.tx)
             .await?
-            .rows_affected())
+            .rows_affected();
+        tx.commit().await?;
+        Ok(deleted)
     }
 }
 

@@ -20,7 +20,7 @@ impl This {
     /// reason (`--new-epoch`, or a head found behind a commit), or when the database's
     /// identity is not the one recorded with the epoch.
     pub(in crate::store) async fn settle_epoch(&self, renew: Option<&str>) -> StoreResult<String> {
-        let mut tx = self.pool.begin_with(This::BEGIN_WRITE).await?;
+        let mut tx = self.begin_write().await?.tx;
         let (epoch, recorded): (String, String) =
             sqlx::query_as(READ_EPOCH).fetch_one(&mut *tx).await?;
         let identity: String = sqlx::query_scalar(This::IDENTITY)

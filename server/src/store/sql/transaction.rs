@@ -3,6 +3,15 @@
 //! writer's own (`begin_kept`) locks the head in the message that begins it, and its `load`
 //! reads the head with the rows: one round trip less for every batch.
 //!
+//! # The door of every write
+//!
+//! Every write of the store begins here, in `begin_write` (deletions, retention, claims and
+//! their settles, the epoch) or `begin_kept` (the writer's batches), and both first check
+//! that the database is still the one the server opened ([`Dialect::in_place`]): SQLite
+//! goes on writing to a file deleted or replaced under it, and what it acknowledged there is
+//! gone at the next restart, so such a write is refused `503` instead. No other file begins
+//! a writing transaction or writes outside one (the `layers` test keeps it so).
+//!
 //! Compiled once per database (see [`Dialect`]).
 //!
 //! # Revisions in commit order: the serial section
@@ -52,8 +61,9 @@ pub(in crate::store) struct WriteTransaction<'c> {
 }
 
 impl This {
-    /// A writing transaction on a connection of the pool.
+    /// A writing transaction on a connection of the pool, once the database is in place.
     pub(super) async fn begin_write(&self) -> StoreResult<WriteTransaction<'static>> {
+        self.in_place()?;
         let tx = self.pool.begin_with(This::BEGIN_WRITE).await?;
         Ok(WriteTransaction { tx })
     }
