@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -138,9 +139,13 @@ func (r *podRunner) runContainer(ctx context.Context, c apiv1.Container, volumes
 			return r.exited(ctx, c, init, time.Now(), 128, "no volume "+m.Name), nil
 		}
 		if m.SubPath != "" {
+			// A kubelet makes a missing subPath a directory; one that exists (the file an
+			// init container wrote, such as an input artifact) is mounted as it is.
 			source = filepath.Join(source, m.SubPath)
-			if err := os.MkdirAll(source, 0o777); err != nil {
-				return r.exited(ctx, c, init, time.Now(), 128, err.Error()), err
+			if _, err := os.Stat(source); errors.Is(err, os.ErrNotExist) {
+				if err := os.MkdirAll(source, 0o777); err != nil {
+					return r.exited(ctx, c, init, time.Now(), 128, err.Error()), err
+				}
 			}
 		}
 		args = append(args, "--mount", mountSpec{source: source, target: m.MountPath, readOnly: m.ReadOnly}.String())
