@@ -29,7 +29,8 @@ Exit status:
   1  could not start: the message says why (flags, keys, TLS files, address in use, ...)
   2  the flags are wrong (usage)
   3  the database did not take a connection within --database-wait
-  4  the database's migrations failed";
+  4  the database's migrations failed (the role may not create in the schema, a schema
+     changed by hand, a recorded migration modified)";
 
 /// Stores Argo Workflows' step results in Postgres or SQLite and serves them to the
 /// controller, the wait containers and admins.
