@@ -123,3 +123,102 @@ where
         node_id: row.try_get(3)?,
     })
 }
+
+/// The column lists and the decoder are positional: these tests tie every list to
+/// `result_columns!`, so that a column added to one and forgotten in another fails here
+/// rather than only in the end-to-end tests.
+#[cfg(test)]
+mod tests {
+    use argo_results_proto::ResultState;
+    use argo_results_rules::Row;
+    use argo_results_rules::batch::{Batch, RowKey};
+
+    use super::super::sqlite::Sqlite;
+
+    fn columns() -> Vec<&'static str> {
+        result_columns!().split(',').map(str::trim).collect()
+    }
+
+    #[test]
+    fn an_upsert_sets_every_column_but_the_key_and_the_creation() {
+        let set: Vec<&str> = upsert_set!()
+            .split_once("DO UPDATE SET")
+            .expect("an update")
+            .1
+            .split(',')
+            .map(|assignment| {
+                let (column, value) = assignment.split_once('=').expect("column = value");
+                let column = column.trim();
+                assert_eq!(value.trim(), format!("excluded.{column}"));
+                column
+            })
+            .collect();
+        let kept = [
+            "namespace",
+            "workflow_uid",
+            "node_id",
+            "created_revision",
+            "created_at",
+        ];
+        let expected: Vec<&str> = columns()
+            .into_iter()
+            .filter(|column| !kept.contains(column))
+            .collect();
+        assert_eq!(set, expected);
+    }
+
+    /// A row whose every field differs from every other, stored on SQLite and read back
+    /// through the writer's own transactions (`UPSERT`, then `SELECT_BY_KEY` and
+    /// [`super::result`]).
+    #[tokio::test]
+    async fn a_row_stored_on_sqlite_reads_back_field_for_field() {
+        let path =
+            std::env::temp_dir().join(format!("argo-results-columns-{}.db", std::process::id()));
+        let path = path.to_str().expect("a UTF-8 path").to_owned();
+        let mut db = Sqlite::connect(&path, 1).await.expect("open");
+        let row = Row {
+            namespace: "namespace".into(),
+            workflow_uid: "workflow_uid".into(),
+            node_id: "node_id".into(),
+            workflow: "workflow".into(),
+            pod_name: Some("pod_name".into()),
+            pod_uid: Some("pod_uid".into()),
+            instance_id: Some("instance_id".into()),
+            state: ResultState::Completed,
+            phase: Some("phase".into()),
+            message: Some("message".into()),
+            progress: Some("progress".into()),
+            outputs: Some(r#"{"outputs":1}"#.into()),
+            sequence: Some(1),
+            revision: 2,
+            created_revision: 3,
+            created_at: 4,
+            updated_at: 5,
+            completed_at: Some(6),
+            abandon_reason: Some("abandon_reason".into()),
+        };
+        let mut tx = db.begin_kept().await.expect("begin");
+        let batch = Batch {
+            head: 2,
+            rows: vec![row.clone()],
+            changes: Vec::new(),
+        };
+        tx.store(&batch).await.expect("store");
+        tx.commit().await.expect("commit");
+        let key = RowKey {
+            namespace: "namespace",
+            workflow_uid: "workflow_uid",
+            node_id: "node_id",
+        };
+        let mut tx = db.begin_kept().await.expect("begin");
+        let read = tx.load(&[key]).await;
+        tx.rollback().await.expect("rollback");
+        db.drop_kept();
+        drop(db);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{path}{suffix}"));
+        }
+        assert_eq!(read.expect("read back"), (2, vec![row]));
+        assert_eq!(columns().len(), 19, "Row's fields, one per column");
+    }
+}

@@ -124,3 +124,29 @@ impl WriteTransaction<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{HEAD, STORE, result_columns};
+
+    /// `LOAD`'s head follows the result's columns, and `STORE` upserts one array per
+    /// column, from `$6` on: both positional, tied here to `result_columns!`.
+    #[test]
+    fn the_statements_take_one_place_per_result_column() {
+        let columns = result_columns!().split(',').count();
+        assert_eq!(HEAD, columns);
+        let arrays = STORE
+            .split_once("SELECT * FROM UNNEST(")
+            .expect("the upserted rows")
+            .1
+            .split_once(')')
+            .expect("their arrays")
+            .0;
+        let places: Vec<String> = arrays
+            .split(',')
+            .map(|array| array.trim().split("::").next().expect("a place").to_owned())
+            .collect();
+        let expected: Vec<String> = (6..6 + columns).map(|n| format!("${n}")).collect();
+        assert_eq!(places, expected);
+    }
+}
