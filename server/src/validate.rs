@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::value::RawValue;
 
-use crate::store::{Settled, is_object};
+use crate::store::{MAX_MEMBERS, Settled, is_object, most_members};
 
 /// A field that breaks a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -337,6 +337,14 @@ fn outputs(raw: &RawValue, limits: &Limits) -> Result<(), FieldError> {
     let Ok(patch) = serde_json::from_str::<OutputsPatch>(raw.get()) else {
         return fail("outputs", "is not valid JSON");
     };
+    // Bounds what merging it into the stored outputs may ask of the writer.
+    let members = most_members(raw.get());
+    if members > MAX_MEMBERS {
+        return fail(
+            "outputs",
+            format!("has an object of {members} members; the limit is {MAX_MEMBERS}"),
+        );
+    }
     named_items(patch.parameters, &PARAMETERS)?;
     named_items(patch.artifacts, &ARTIFACTS)?;
     if let Some(result) = patch.result {
@@ -513,6 +521,24 @@ mod tests {
         // No 63-character cap between dots: Argo's longest v2 pod names are 203.
         assert!(dns_subdomain("podName", &"a".repeat(253)).is_ok());
         assert!(dns_subdomain("podName", &"a".repeat(254)).is_err());
+    }
+
+    #[test]
+    fn outputs_are_bounded_in_members() {
+        let members = |n: usize| {
+            let members: Vec<String> = (0..n).map(|i| format!(r#""m{i}":{i}"#)).collect();
+            format!("{{{}}}", members.join(","))
+        };
+        assert_eq!(field_of(&members(MAX_MEMBERS)), None);
+        assert_eq!(
+            field_of(&members(MAX_MEMBERS + 1)).as_deref(),
+            Some("outputs")
+        );
+        let deep_inside = format!(
+            r#"{{"parameters":[{{"name":"p","valueFrom":{}}}]}}"#,
+            members(MAX_MEMBERS + 1)
+        );
+        assert_eq!(field_of(&deep_inside).as_deref(), Some("outputs"));
     }
 
     #[test]

@@ -35,6 +35,50 @@ impl<'de> Deserialize<'de> for Members<'de> {
     }
 }
 
+/// The most members one object of an `outputs` patch may have (docs/api.md, section 2).
+/// Argo's objects have a few dozen at most (an artifact, its location's); the bound keeps
+/// what a merge may be asked to match small whatever the body's size. How deep a patch
+/// nests is bounded before: the body's JSON reader takes 127 levels at most.
+pub const MAX_MEMBERS: usize = 1000;
+
+/// The members of the largest object in a JSON text (valid JSON already), in one pass.
+pub fn most_members(text: &str) -> usize {
+    // Each open object's members so far; `None` for an open array.
+    let mut open: Vec<Option<usize>> = Vec::new();
+    let mut most = 0;
+    let mut bytes = text.bytes();
+    while let Some(byte) = bytes.next() {
+        match byte {
+            b'"' => {
+                // A string, escapes and all: nothing in it is structure.
+                while let Some(byte) = bytes.next() {
+                    match byte {
+                        b'\\' => {
+                            bytes.next();
+                        }
+                        b'"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            b'{' => open.push(Some(0)),
+            b'[' => open.push(None),
+            b'}' | b']' => {
+                open.pop();
+            }
+            // A member's name ends at its colon: one per member.
+            b':' => {
+                if let Some(Some(members)) = open.last_mut() {
+                    *members += 1;
+                    most = most.max(*members);
+                }
+            }
+            _ => {}
+        }
+    }
+    most
+}
+
 /// Whether a JSON text is an object (the text is valid JSON already).
 pub fn is_object(raw: &RawValue) -> bool {
     raw.get().trim_start().starts_with('{')
@@ -223,6 +267,19 @@ mod tests {
             merged(None, r#"{"a":{"b":null},"c":1}"#),
             r#"{"a":{},"c":1}"#
         );
+    }
+
+    #[test]
+    fn the_largest_object_is_counted_and_strings_are_not_structure() {
+        use super::most_members;
+        let text = r#"{"a":{"b":[{"c":1,"d":"{:}\\\":[","e":[]}]},"f":2,"g":{}}"#;
+        assert_eq!(most_members(text), 3);
+        assert_eq!(
+            most_members(r#"{"a":1,"b":{"c":{"d":1,"e":2,"f":3,"g":4}}}"#),
+            4
+        );
+        assert_eq!(most_members(r#"[1,"x:y"]"#), 0);
+        assert_eq!(most_members("7"), 0);
     }
 
     #[test]

@@ -35,7 +35,7 @@ use tokio::sync::watch;
 
 pub use argo_results_rules::Stale;
 use argo_results_rules::Write;
-pub use argo_results_rules::merge::is_object;
+pub use argo_results_rules::merge::{MAX_MEMBERS, is_object, most_members};
 pub use argo_results_rules::{
     Expectation, NewClaim, Outcome, Report, ReportPolicy, ResultKey, Settled, Settlement, Written,
 };

@@ -40,7 +40,7 @@ async fn refused(server: &TestServer, body: &str, status: u16, code: &str, field
             body.to_owned(),
         )
         .await;
-    assert_eq!(answer.status, status, "{body:.200}: {}", answer.text);
+    assert_eq!(answer.status, status, "{body:.200}: {:.500}", answer.text);
     assert_eq!(answer.json["code"], code, "{body:.200}");
     assert_eq!(answer.json["field"].as_str(), field, "{body:.200}");
     assert_eq!(
@@ -390,6 +390,60 @@ async fn nul_and_oversized_text_are_422_on_both_backends(backend: Backend) {
         "{}",
         abandon.text
     );
+}
+
+/// An `outputs` patch is bounded in members per object and in depth (docs/api.md section
+/// 2), so that no report can make the writer's merge match hundreds of thousands of
+/// members (one of 180,000, sent twice, held the writer 32 s): `422` past 1,000 members,
+/// `400` past the 127 levels the body's JSON reader takes; nothing written. At the limits,
+/// stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_too_wide_or_too_deep_are_refused() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    // Spliced as text: a JSON library would refuse to build the deepest.
+    let with_outputs = |outputs: &str, sequence: u32| {
+        let mut body = valid_report();
+        body["outputs"] = "OUTPUTS".into();
+        body["final"] = false.into();
+        body["sequence"] = sequence.into();
+        body.to_string().replace(r#""OUTPUTS""#, outputs)
+    };
+    let members = |n: usize| {
+        let members: Vec<String> = (0..n).map(|i| format!(r#""m{i}":0"#)).collect();
+        format!("{{{}}}", members.join(","))
+    };
+    let nested = |depth: usize| format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+    for outputs in [members(150_000), members(1001)] {
+        let body = with_outputs(&outputs, 1);
+        assert!(body.len() < 2 << 20, "within the body limit");
+        refused(&server, &body, 422, "invalid_field", Some("outputs")).await;
+    }
+    // With the report's own object around them: 128 levels, then 127.
+    refused(
+        &server,
+        &with_outputs(&nested(127), 1),
+        400,
+        "invalid_json",
+        None,
+    )
+    .await;
+    for (sequence, outputs) in [(1, members(1000)), (2, nested(126))] {
+        let stored = server
+            .raw(
+                Method::PUT,
+                &result_path(&step(1).node_id),
+                Some(&pod_token()),
+                JSON,
+                with_outputs(&outputs, sequence),
+            )
+            .await;
+        assert_eq!(
+            stored.status,
+            [201, 200][sequence as usize - 1],
+            "{:.300}",
+            stored.text
+        );
+    }
 }
 
 /// A body sent with a `Content-Encoding` (`br`, `gzip`) is not read as if it were plain:
