@@ -2,6 +2,8 @@
 //! continuously. Each change a pod's report makes costs the size of the stored result,
 //! since the feed keeps a copy of the whole result at each change for `--feed-retention`:
 //! a pod rewriting a megabyte of outputs over and over would otherwise fill the database.
+//! A replay, or a report refused once merged, stores nothing but cost the writer its merge,
+//! and costs its own size.
 //! `--require-expectation` already keeps a pod to the rows registered for it; this keeps
 //! it from churning them. A real wait container reports its outputs once or twice and its
 //! progress once a minute (Argo's `ARGO_PROGRESS_PATCH_TICK_DURATION`), far within it.
@@ -84,8 +86,9 @@ fn cost(outputs: Option<&str>, message: Option<&str>) -> f64 {
     (CHANGE_OVERHEAD + outputs.map_or(0, str::len) + message.map_or(0, str::len)) as f64
 }
 
-/// A change reserved from a pod's budget: settled at the size it was stored at, or given
-/// back whole when dropped unsettled (refused, or a replay that changed nothing).
+/// A change reserved from a pod's budget: settled at the size it was stored at, kept as
+/// reserved (a replay, a refusal of the merged row: the merge was done), or given back
+/// whole when dropped (refused before the merge, or not done at all).
 #[derive(Debug)]
 pub struct Reserved<'a> {
     writes: &'a PodWrites,
@@ -101,6 +104,11 @@ impl Reserved<'_> {
             result.message.as_deref(),
         );
         self.writes.adjust(&self.pod, stored - self.amount);
+        self.amount = 0.0;
+    }
+
+    /// The report cost the writer its merge but stored nothing: it keeps its price.
+    pub fn keep(mut self) {
         self.amount = 0.0;
     }
 }

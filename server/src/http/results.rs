@@ -167,16 +167,35 @@ pub async fn report(
         .store
         .report(key(path, body.workflow_uid), report)
         .await;
-    // Only writes commit, and cost the pod what they stored; a replay answers from what
-    // is stored, and a refusal changed nothing: both give the reservation back.
-    if let Ok(written) = &stored
-        && written.outcome != Outcome::Unchanged
-    {
-        state.metrics.report_committed(arrived.elapsed());
-        reserved.settle(&written.result);
+    // A write costs the pod what it stored. A replay, or a refusal of what the merge gave,
+    // cost the writer a merge of the report: they keep what was reserved, so that sending
+    // the same report without end runs out of budget too. A refusal decided before the
+    // merge, or a store that did nothing, gives it back.
+    match &stored {
+        Ok(written) if written.outcome != Outcome::Unchanged => {
+            state.metrics.report_committed(arrived.elapsed());
+            reserved.settle(&written.result);
+        }
+        _ if merged(&stored) => reserved.keep(),
+        _ => {}
     }
     state.metrics.report(report_outcome(&stored));
     Ok(written_answer(stored?))
+}
+
+/// Whether the writer merged the report into the stored row before it decided: a replay,
+/// or a refusal of the merged row (frozen, its sequence, its size).
+fn merged(stored: &Result<Written, StoreError>) -> bool {
+    matches!(
+        stored,
+        Ok(_)
+            | Err(StoreError::Refused(
+                Refusal::Frozen { .. }
+                    | Refusal::StaleSequence { .. }
+                    | Refusal::SequenceReused { .. }
+                    | Refusal::OutputsTooLarge { .. }
+            ))
+    )
 }
 
 /// Give up on a node whose pod is gone; a completed result is kept and returned in `current`.

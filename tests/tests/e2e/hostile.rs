@@ -969,6 +969,40 @@ async fn a_page_holds_one_item_however_large(backend: Backend) {
     assert_eq!(counts(&feeds), [1, 2]);
 }
 
+/// Replays and refused rewrites cost the writer a merge each, though they store nothing:
+/// a pod sending its completed megabyte again and again, or a changed one the frozen row
+/// refuses, spends its write budget as a rewrite would, and is then answered `429`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_and_refusals_spend_the_pod_budget() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let pod = step(1);
+    let (path, token) = (result_path(&pod), pod_token(&pod));
+    let final_report = |i: u32| {
+        serde_json::to_string(&pod.report(Some(1), true, Some(&megabyte_outputs(i)))).expect("json")
+    };
+    let first = server.put_json(&path, &token, final_report(1)).await;
+    assert_eq!(first.status, 201, "{:.300}", first.text);
+    let mut statuses = Vec::new();
+    for i in 0..20 {
+        // Replays of the stored report, and changed ones that the frozen row refuses.
+        let body = final_report(if i % 2 == 0 { 1 } else { 2 });
+        statuses.push(server.put_json(&path, &token, body).await.status);
+    }
+    let statuses = tally(statuses);
+    figure(
+        "replays and refusals",
+        format!(
+            "20 replays and refused rewrites of 1 MB by one pod after its report: {statuses:?}"
+        ),
+    );
+    assert!(statuses.contains_key(&429), "{statuses:?}");
+    assert_eq!(
+        server.count("SELECT COUNT(*) FROM changes").await,
+        1,
+        "nothing else stored"
+    );
+}
+
 /// A pod rewriting its own result with a megabyte each time runs out of its write budget
 /// (each change keeps a copy in the feed's history), while a real wait container's
 /// reports (progress every tick, then its outputs) never come near it.
