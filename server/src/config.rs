@@ -52,7 +52,8 @@ pub struct Config {
     /// How long to wait at start for a Postgres database that does not take connections
     /// yet (down, starting, not yet in DNS); each attempt is logged. Probes answer
     /// meanwhile, /readyz 503.
-    #[arg(long, env = "ARGO_RESULTS_DATABASE_WAIT", default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_DATABASE_WAIT", default_value = "5m",
+          value_parser = duration_between(ZERO, 24 * HOUR))]
     pub database_wait: Duration,
 
     /// Address to listen on; port 0 picks a free port (printed at start).
@@ -79,25 +80,27 @@ pub struct Config {
     /// Time a client has to send a request's headers, from the connection's start (or the
     /// TLS handshake's) or from the previous answer: an idle HTTP/1.1 keep-alive
     /// connection is closed after this too.
-    #[arg(long, env = "ARGO_RESULTS_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_HEADER_TIMEOUT", default_value = "10s",
+          value_parser = duration_between(SECOND, 10 * MINUTE))]
     pub header_timeout: Duration,
 
     /// A connection with no request in flight for this long is closed (HTTP/2; over
     /// HTTP/1.1 --header-timeout comes first). An answer must be read within it.
-    #[arg(long, env = "ARGO_RESULTS_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_IDLE_TIMEOUT", default_value = "60s",
+          value_parser = duration_between(SECOND, 24 * HOUR))]
     pub idle_timeout: Duration,
 
     /// Connections open at once on the API address; more are closed as they arrive. The
     /// --metrics-listen address takes at most 64 of its own.
     #[arg(long, env = "ARGO_RESULTS_MAX_OPEN_CONNECTIONS", default_value_t = 512,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_open_connections: u32,
 
     /// Connections open at once from one address [default: half of
     /// --max-open-connections]. Behind a proxy or a SNAT that gives every client one
     /// address, raise it to --max-open-connections.
     #[arg(long, env = "ARGO_RESULTS_MAX_CONNECTIONS_PER_PEER",
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections_per_peer: Option<u32>,
 
     /// Trust the keys of this JWKS file (offline validation of service-account tokens).
@@ -127,7 +130,7 @@ pub struct Config {
     /// as many and 16 at once; a request that would wait more than a second for its turn
     /// answers 503 with Retry-After.
     #[arg(long, env = "ARGO_RESULTS_KUBE_API_QPS", default_value_t = 50,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub kube_api_qps: u32,
 
     /// Required `iss` of tokens. Required with --jwks-file unless --any-issuer is given;
@@ -148,11 +151,13 @@ pub struct Config {
     /// Longest a token verified by its signature may live (`exp` - `iat`). The default
     /// admits every token Kubernetes issues, including projected tokens its API server
     /// extends to a year (--service-account-extend-token-expiration).
-    #[arg(long, env = "ARGO_RESULTS_MAX_TOKEN_LIFETIME", default_value = "400d", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_MAX_TOKEN_LIFETIME", default_value = "400d",
+          value_parser = duration_between(MINUTE, 3650 * DAY))]
     pub max_token_lifetime: Duration,
 
     /// Clock skew tolerated on a token's `exp`, `nbf` and `iat`, at most 5m.
-    #[arg(long, env = "ARGO_RESULTS_CLOCK_LEEWAY", default_value = "30s", value_parser = parse_leeway)]
+    #[arg(long, env = "ARGO_RESULTS_CLOCK_LEEWAY", default_value = "30s",
+          value_parser = duration_between(ZERO, 5 * MINUTE))]
     pub clock_leeway: Duration,
 
     /// Subject allowed to read everything; repeatable (env: comma-separated).
@@ -186,16 +191,19 @@ pub struct Config {
     pub auth: AuthMode,
 
     /// Keep the change feed's history this long (e.g. 24h); older `since` answer 410.
-    #[arg(long, env = "ARGO_RESULTS_FEED_RETENTION", default_value = "24h", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_FEED_RETENTION", default_value = "24h",
+          value_parser = duration_between(SECOND, 3650 * DAY))]
     pub feed_retention: Duration,
 
     /// Remove results unchanged for this long (e.g. 7d), deleted workflows or not.
-    #[arg(long, env = "ARGO_RESULTS_RESULT_RETENTION", default_value = "7d", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_RESULT_RETENTION", default_value = "7d",
+          value_parser = duration_between(SECOND, 3650 * DAY))]
     pub result_retention: Duration,
 
     /// Remove settled cron claims taken this long ago (e.g. 30d), except each cron
     /// workflow's newest settled one, and claims whose lease expired unsettled this long ago.
-    #[arg(long, env = "ARGO_RESULTS_CLAIM_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_CLAIM_RETENTION", default_value = "30d",
+          value_parser = duration_between(SECOND, 3650 * DAY))]
     pub claim_retention: Duration,
 
     /// Give the store a new epoch at start, so that every feed reader lists again instead
@@ -206,47 +214,55 @@ pub struct Config {
     pub new_epoch: bool,
 
     /// How often the retention pass runs.
-    #[arg(long, env = "ARGO_RESULTS_RETENTION_EVERY", default_value = "1m", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_RETENTION_EVERY", default_value = "1m",
+          value_parser = duration_between(Duration::from_millis(100), 24 * HOUR))]
     pub retention_every: Duration,
 
     /// On SIGTERM or SIGINT, how long in-flight requests may take to finish before their
     /// connections are closed (an unfinished write is rolled back, never acknowledged).
-    #[arg(long, env = "ARGO_RESULTS_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_SHUTDOWN_GRACE", default_value = "20s",
+          value_parser = duration_between(ZERO, HOUR))]
     pub shutdown_grace: Duration,
 
     /// Largest request body accepted: 2 MiB by default, so that any outputs a
     /// WorkflowTaskResult holds today (etcd's 1.5 MiB object limit) fit.
-    #[arg(long, env = "ARGO_RESULTS_MAX_BODY_BYTES", default_value_t = 2 << 20)]
+    #[arg(long, env = "ARGO_RESULTS_MAX_BODY_BYTES", default_value_t = 2 << 20,
+          value_parser = count_between(KIB, 256 * MIB))]
     pub max_body_bytes: usize,
 
     /// Time a client has to send a request's body once its headers arrived; past it the
     /// request is answered 408 request_timeout.
-    #[arg(long, env = "ARGO_RESULTS_BODY_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, env = "ARGO_RESULTS_BODY_TIMEOUT", default_value = "10s",
+          value_parser = duration_between(SECOND, 10 * MINUTE))]
     pub body_timeout: Duration,
 
     /// Bytes of request bodies held in memory at once, across requests; a body that would
     /// pass it is answered 429 overloaded.
-    #[arg(long, env = "ARGO_RESULTS_MAX_BODY_MEMORY", default_value_t = 64 << 20)]
+    #[arg(long, env = "ARGO_RESULTS_MAX_BODY_MEMORY", default_value_t = 64 << 20,
+          value_parser = count_between(KIB, TIB))]
     pub max_body_memory: usize,
 
     /// Bytes of answers being built or sent at once, across requests: each is held until
-    /// its client has taken it, and a page reserves 8 MiB while it is built; an answer
-    /// that would pass it is answered 429 overloaded.
-    #[arg(long, env = "ARGO_RESULTS_MAX_ANSWER_MEMORY", default_value_t = 64 << 20)]
+    /// its client has taken it, and a page reserves 16 MiB while it is built (so at least
+    /// that); an answer that would pass it is answered 429 overloaded.
+    #[arg(long, env = "ARGO_RESULTS_MAX_ANSWER_MEMORY", default_value_t = 64 << 20,
+          value_parser = count_between(PAGE, TIB))]
     pub max_answer_memory: usize,
 
     /// Largest `outputs.result` accepted (Argo's executor keeps 256 KiB).
-    #[arg(long, env = "ARGO_RESULTS_MAX_RESULT_BYTES", default_value_t = 256 << 10)]
+    #[arg(long, env = "ARGO_RESULTS_MAX_RESULT_BYTES", default_value_t = 256 << 10,
+          value_parser = count_between(KIB, 256 * MIB))]
     pub max_result_bytes: usize,
 
     /// Bytes of results one pod may change per hour, each change counted at the stored
     /// result's size (the feed keeps a copy of each); past it the pod's reports answer 429
     /// until its budget refills [default: 8 x --max-body-bytes, 16 MiB].
-    #[arg(long, env = "ARGO_RESULTS_POD_WRITE_BUDGET")]
+    #[arg(long, env = "ARGO_RESULTS_POD_WRITE_BUDGET", value_parser = count_between(KIB, TIB))]
     pub pod_write_budget: Option<usize>,
 
     /// Database connections in the pool.
-    #[arg(long, env = "ARGO_RESULTS_MAX_CONNECTIONS", default_value_t = 10)]
+    #[arg(long, env = "ARGO_RESULTS_MAX_CONNECTIONS", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_connections: u32,
 
     /// Writes committed together in one transaction at most (group commit); 1 commits
@@ -259,7 +275,8 @@ pub struct Config {
     /// transaction (at most 1s), only when the write before it came less than that long
     /// before it (a lone write goes at once); writes queued behind a transaction go at
     /// once.
-    #[arg(long, env = "ARGO_RESULTS_BATCH_WAIT", default_value = "2ms", value_parser = parse_batch_wait)]
+    #[arg(long, env = "ARGO_RESULTS_BATCH_WAIT", default_value = "2ms",
+          value_parser = duration_between(ZERO, SECOND))]
     pub batch_wait: Duration,
 
     /// Print the OpenAPI document of this server's API and exit.
@@ -272,12 +289,12 @@ pub struct Config {
 
     /// API requests served at once; the excess answers 429 overloaded with Retry-After
     /// [default: 32 per database connection]. Waiting watches do not count.
-    #[arg(long, env = "ARGO_RESULTS_MAX_IN_FLIGHT")]
+    #[arg(long, env = "ARGO_RESULTS_MAX_IN_FLIGHT", value_parser = count_between(1, 1_000_000))]
     pub max_in_flight: Option<usize>,
 
     /// Feed requests waiting for a change at once (watch=true); more are answered 429.
     #[arg(long, env = "ARGO_RESULTS_MAX_WATCHES", default_value_t = 128,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_watches: u32,
 
     /// Log lines as text or as one JSON object per line (then the lines printed at start,
@@ -291,23 +308,57 @@ pub struct Config {
     pub log_format: LogFormat,
 }
 
-/// A batch wait: a duration of at most a second, which leaves a batch the rest of the
-/// 3 s in which an outage must be answered.
-fn parse_batch_wait(text: &str) -> Result<Duration, String> {
-    let wait = parse_duration(text)?;
-    if wait > Duration::from_secs(1) {
-        return Err(format!("{text:?} is longer than 1s"));
+const ZERO: Duration = Duration::ZERO;
+const SECOND: Duration = Duration::from_secs(1);
+const MINUTE: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(86_400);
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const TIB: u64 = 1 << 40;
+/// What one page reserves of `--max-answer-memory` (`http/answers.rs`, `PAGE_BYTES`): less
+/// would refuse every list.
+const PAGE: u64 = 16 * MIB;
+
+/// A duration from `min` to `max`. Every duration flag has its range: zero where zero
+/// means nothing (a timeout, a retention pass without pause), and no more than any use
+/// could want, so that a typo stops the server at start (exit 2, the flag named) rather
+/// than runs it broken.
+fn duration_between(
+    min: Duration,
+    max: Duration,
+) -> impl Fn(&str) -> Result<Duration, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        let duration = parse_duration(text)?;
+        if duration < min {
+            return Err(format!("{text:?} is shorter than {}", shown(min)));
+        }
+        if duration > max {
+            return Err(format!("{text:?} is longer than {}", shown(max)));
+        }
+        Ok(duration)
     }
-    Ok(wait)
 }
 
-/// A clock leeway: at most 5 minutes, past which an expired token would stay good.
-fn parse_leeway(text: &str) -> Result<Duration, String> {
-    let leeway = parse_duration(text)?;
-    if leeway > Duration::from_secs(300) {
-        return Err(format!("{text:?} is longer than 5m"));
+/// A count, or a size in bytes, from `min` to `max`, as every such flag takes it.
+fn count_between(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(min..=max)
+}
+
+/// A duration as the flags write it, in its largest whole unit.
+fn shown(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1000),
+    ] {
+        if millis > 0 && millis.is_multiple_of(size) {
+            return format!("{}{unit}", millis / size);
+        }
     }
-    Ok(leeway)
+    format!("{millis}ms")
 }
 
 /// A duration such as `500ms`, `90s`, `15m`, `24h`, `7d` or `1h30m`.
@@ -348,7 +399,6 @@ impl Config {
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight
             .unwrap_or(self.max_connections as usize * 32)
-            .max(1)
     }
 
     pub fn pod_write_budget(&self) -> usize {
@@ -375,7 +425,7 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_batch_wait, parse_duration};
+    use super::{SECOND, ZERO, duration_between, parse_duration, shown};
     use std::time::Duration;
 
     #[test]
@@ -387,7 +437,11 @@ mod tests {
         for bad in ["", "10", "h", "5x", "-1s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
-        assert_eq!(parse_batch_wait("0ms"), Ok(Duration::ZERO));
-        assert!(parse_batch_wait("2s").is_err());
+        let batch_wait = duration_between(ZERO, SECOND);
+        assert_eq!(batch_wait("0ms"), Ok(Duration::ZERO));
+        assert_eq!(batch_wait("2s"), Err("\"2s\" is longer than 1s".to_owned()));
+        assert_eq!(shown(Duration::from_secs(3650 * 86_400)), "3650d");
+        assert_eq!(shown(Duration::from_millis(100)), "100ms");
+        assert_eq!(shown(Duration::ZERO), "0ms");
     }
 }
