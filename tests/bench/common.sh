@@ -1,7 +1,10 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2164 # file-wide: a failed cd stops as the sourcing script's set -e says (hostile.sh has none)
 # What tests/bench/run.sh, scale.sh and floors.sh share: sourced, not run. From the repository's root:
 # Postgres' address (PGPORT, PGUSER), the load's concurrency (CONCURRENCY), and helpers.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
+# shellcheck disable=SC2034 # read by the scripts that source this file
 concurrency=${CONCURRENCY:-64}
 pghost=127.0.0.1
 pgport=${PGPORT:-5432}
