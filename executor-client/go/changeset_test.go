@@ -310,7 +310,7 @@ func TestTheChangeSetsCallsDecideEveryPodEnding(t *testing.T) {
 				if err != nil || deleted != 1 {
 					t.Fatalf("delete: %d, %v", deleted, err)
 				}
-				if _, err := admin.GetResult(ctx, wf.Namespace, wf.Name, st.nodeID, wf.UID); CodeOf(err) != CodeNotFound {
+				if _, err := admin.GetResult(ctx, st.node(), wf.UID); CodeOf(err) != CodeNotFound {
 					t.Errorf("after the delete: %v, want not_found", err)
 				}
 				current, _, err := head(ctx, admin, "")
@@ -488,7 +488,7 @@ func TestTheInitlessSupervisorsReportsEndAccepted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := reader.GetResult(ctx, testNamespace, st.workflow.Name, st.nodeID, st.workflow.UID)
+		got, err := reader.GetResult(ctx, st.node(), st.workflow.UID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,11 +79,11 @@ func TestACAFileIsTrusted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := trusting.Whoami(testContext(t)); err != nil {
+	if _, err := trusting.WhoAmI(testContext(t)); err != nil {
 		t.Errorf("with the CA file: %v", err)
 	}
 	untrusting, _ := New(Config{URL: server.URL})
-	if _, err := untrusting.Whoami(testContext(t)); err == nil {
+	if _, err := untrusting.WhoAmI(testContext(t)); err == nil {
 		t.Error("without the CA file the server was trusted")
 	}
 	if err := os.WriteFile(caFile, []byte("not PEM"), 0o644); err != nil {
@@ -114,7 +114,7 @@ func TestRequestsGoThroughTheGivenHTTPClientWithTheTokenAndUserAgent(t *testing.
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := client.Whoami(testContext(t)); err != nil {
+		if _, err := client.WhoAmI(testContext(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,7 +129,7 @@ func TestRequestsGoThroughTheGivenHTTPClientWithTheTokenAndUserAgent(t *testing.
 	}
 
 	unreadable, _ := New(Config{URL: server.URL, Token: TokenFile(filepath.Join(t.TempDir(), "not-yet"))})
-	if _, err := unreadable.Whoami(testContext(t)); err == nil || !IsTransient(err) || !strings.Contains(err.Error(), "read the token file") {
+	if _, err := unreadable.WhoAmI(testContext(t)); err == nil || !IsTransient(err) || !strings.Contains(err.Error(), "read the token file") {
 		t.Errorf("an unreadable token file: %v; want a transient failure naming it", err)
 	}
 }
@@ -160,7 +160,7 @@ func TestAnswersThatAreNotTheAPIsAreUnexpected(t *testing.T) {
 			}))
 			defer server.Close()
 			client, _ := New(Config{URL: server.URL})
-			_, err := client.Whoami(testContext(t))
+			_, err := client.WhoAmI(testContext(t))
 			var unexpected *UnexpectedError
 			if !errors.As(err, &unexpected) || unexpected.Status != c.status || unexpected.Body != c.body {
 				t.Fatalf("%v; want an UnexpectedError with status %d and the body", err, c.status)

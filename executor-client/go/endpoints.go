@@ -12,9 +12,9 @@ import (
 // defaultWatch is the server's long-poll wait when FeedOptions.Timeout is 0.
 const defaultWatch = 30 * time.Second
 
-func nodePath(namespace, workflow, nodeID string) string {
-	return "/api/v1/namespaces/" + url.PathEscape(namespace) + "/workflows/" + url.PathEscape(workflow) +
-		"/nodes/" + url.PathEscape(nodeID)
+func nodePath(node NodeRef) string {
+	return "/api/v1/namespaces/" + url.PathEscape(node.Namespace) + "/workflows/" + url.PathEscape(node.Workflow) +
+		"/nodes/" + url.PathEscape(node.NodeID)
 }
 
 func resultsPath(namespace, workflow string) string {
@@ -27,13 +27,13 @@ func runsPath(namespace, cronWorkflow string) string {
 
 // Report sends a pod's report of its node's result (PUT .../result). created is true on the
 // row's first write (201).
-func (c *Client) Report(ctx context.Context, namespace, workflow, nodeID string, report *ReportRequest) (result *NodeResult, created bool, err error) {
+func (c *Client) Report(ctx context.Context, node NodeRef, report *ReportRequest) (result *NodeResult, created bool, err error) {
 	body, err := jsonBody(report, report.Outputs)
 	if err != nil {
-		return nil, false, fmt.Errorf("report %s/%s %s: %w", namespace, workflow, nodeID, err)
+		return nil, false, fmt.Errorf("report %s/%s %s: %w", node.Namespace, node.Workflow, node.NodeID, err)
 	}
 	result = new(NodeResult)
-	status, err := c.call(ctx, request{method: http.MethodPut, path: nodePath(namespace, workflow, nodeID) + "/result", body: body}, result)
+	status, err := c.call(ctx, request{method: http.MethodPut, path: nodePath(node) + "/result", body: body}, result)
 	if err != nil {
 		return nil, false, err
 	}
@@ -42,13 +42,13 @@ func (c *Client) Report(ctx context.Context, namespace, workflow, nodeID string,
 
 // Expect registers the pod whose result the controller awaits (PUT .../expectation).
 // created is true when the row is new (201).
-func (c *Client) Expect(ctx context.Context, namespace, workflow, nodeID string, expectation *ExpectationRequest) (result *NodeResult, created bool, err error) {
+func (c *Client) Expect(ctx context.Context, node NodeRef, expectation *ExpectationRequest) (result *NodeResult, created bool, err error) {
 	body, err := jsonBody(expectation, nil)
 	if err != nil {
 		return nil, false, err
 	}
 	result = new(NodeResult)
-	status, err := c.call(ctx, request{method: http.MethodPut, path: nodePath(namespace, workflow, nodeID) + "/expectation", body: body}, result)
+	status, err := c.call(ctx, request{method: http.MethodPut, path: nodePath(node) + "/expectation", body: body}, result)
 	if err != nil {
 		return nil, false, err
 	}
@@ -57,26 +57,26 @@ func (c *Client) Expect(ctx context.Context, namespace, workflow, nodeID string,
 
 // Abandon gives up on a node's result. A result already completed is refused with
 // [CodeAlreadyCompleted], and the refusal's [Problem.CurrentResult] is that result.
-func (c *Client) Abandon(ctx context.Context, namespace, workflow, nodeID string, abandon *AbandonRequest) (*NodeResult, error) {
+func (c *Client) Abandon(ctx context.Context, node NodeRef, abandon *AbandonRequest) (*NodeResult, error) {
 	body, err := jsonBody(abandon, nil)
 	if err != nil {
 		return nil, err
 	}
 	var result NodeResult
-	if _, err := c.call(ctx, request{method: http.MethodPost, path: nodePath(namespace, workflow, nodeID) + "/result/abandon", body: body}, &result); err != nil {
+	if _, err := c.call(ctx, request{method: http.MethodPost, path: nodePath(node) + "/result/abandon", body: body}, &result); err != nil {
 		return nil, err
 	}
 	return &result, nil
 }
 
 // GetResult reads one result; workflowUID "" reads the newest incarnation.
-func (c *Client) GetResult(ctx context.Context, namespace, workflow, nodeID, workflowUID string) (*NodeResult, error) {
+func (c *Client) GetResult(ctx context.Context, node NodeRef, workflowUID string) (*NodeResult, error) {
 	query := map[string]string{}
 	if workflowUID != "" {
 		query["workflowUid"] = workflowUID
 	}
 	var result NodeResult
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: nodePath(namespace, workflow, nodeID) + "/result", query: query}, &result); err != nil {
+	if _, err := c.call(ctx, request{method: http.MethodGet, path: nodePath(node) + "/result", query: query}, &result); err != nil {
 		return nil, err
 	}
 	return &result, nil
@@ -237,10 +237,10 @@ func (c *Client) Runs(ctx context.Context, namespace, cronWorkflow string, optio
 	return &list, nil
 }
 
-// Whoami asks who the server thinks the caller is: the first thing to run when a call is
+// WhoAmI asks who the server thinks the caller is: the first thing to run when a call is
 // refused.
-func (c *Client) Whoami(ctx context.Context) (*Whoami, error) {
-	var who Whoami
+func (c *Client) WhoAmI(ctx context.Context) (*WhoAmI, error) {
+	var who WhoAmI
 	if _, err := c.call(ctx, request{method: http.MethodGet, path: "/api/v1/whoami"}, &who); err != nil {
 		return nil, err
 	}

@@ -17,8 +17,7 @@ func TestEndpoints(t *testing.T) {
 		var nodes []string
 		for n := 1; n <= 5; n++ {
 			st := wf.step(n)
-			_, created, err := admin.Expect(ctx, testNamespace, wf.Name, st.nodeID,
-				&ExpectationRequest{WorkflowUID: wf.UID, PodName: st.podName})
+			_, created, err := admin.Expect(ctx, st.node(), &ExpectationRequest{WorkflowUID: wf.UID, PodName: st.podName})
 			if err != nil || !created {
 				t.Fatalf("expect %s: created %v, %v", st.nodeID, created, err)
 			}
@@ -49,7 +48,7 @@ func TestEndpoints(t *testing.T) {
 		if err != nil || deleted != 5 {
 			t.Errorf("deleted %d, %v; want 5", deleted, err)
 		}
-		if _, err := admin.GetResult(ctx, testNamespace, wf.Name, nodes[0], ""); CodeOf(err) != CodeNotFound {
+		if _, err := admin.GetResult(ctx, wf.node(nodes[0]), ""); CodeOf(err) != CodeNotFound {
 			t.Errorf("a deleted result: %v, want not_found", err)
 		}
 		feed, err := admin.Feed(ctx, FeedOptions{Since: revision, Namespace: testNamespace})
@@ -66,16 +65,16 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("another namespace's feed: %+v, %v", elsewhere, err)
 		}
 
-		who, err := admin.Whoami(ctx)
+		who, err := admin.WhoAmI(ctx)
 		if err != nil || who.Subject != devAdmin || !slices.Contains(who.Roles, RoleController) {
 			t.Errorf("the admin: %+v, %v", who, err)
 		}
 		st := wf.step(9)
-		pod, err := s.client(s.mint(podClaims(testNamespace, st.podName, st.podUID))).Whoami(ctx)
+		pod, err := s.client(s.mint(podClaims(testNamespace, st.podName, st.podUID))).WhoAmI(ctx)
 		if err != nil || pod.Pod == nil || pod.Pod.Name != st.podName || !slices.Equal(pod.Roles, []Role{RolePod}) {
 			t.Errorf("a pod: %+v, %v", pod, err)
 		}
-		if _, err := s.client("not-a-token").Whoami(ctx); CodeOf(err) != CodeUnauthenticated {
+		if _, err := s.client("not-a-token").WhoAmI(ctx); CodeOf(err) != CodeUnauthenticated {
 			t.Errorf("a bad token: %v, want unauthenticated", err)
 		}
 		if _, err := s.client(s.mint(podClaims(testNamespace, st.podName, st.podUID))).

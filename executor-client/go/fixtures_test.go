@@ -25,6 +25,9 @@ func testWorkflow(name string) WorkflowRef {
 	return WorkflowRef{Namespace: testNamespace, Name: name, UID: name + "-uid"}
 }
 
+// node is the step's node, for the node-addressed calls.
+func (st step) node() NodeRef { return st.workflow.node(st.nodeID) }
+
 func (w WorkflowRef) step(n int) step {
 	return step{
 		workflow: w,
@@ -65,7 +68,7 @@ func (s *testServer) writeToken(st step, path string) {
 // stored reads a step's result as the admin.
 func (s *testServer) stored(st step) *NodeResult {
 	s.t.Helper()
-	result, err := s.admin().GetResult(testContext(s.t), st.workflow.Namespace, st.workflow.Name, st.nodeID, st.workflow.UID)
+	result, err := s.admin().GetResult(testContext(s.t), st.node(), st.workflow.UID)
 	if err != nil {
 		s.t.Fatalf("get %s: %v", st.nodeID, err)
 	}

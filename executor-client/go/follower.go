@@ -150,7 +150,7 @@ func (f *Follower) Register(ctx context.Context, workflow WorkflowRef, nodeID, p
 	f.known.follow(workflow)
 	f.mu.Unlock()
 	expectation := ExpectationRequest{WorkflowUID: workflow.UID, PodName: podName, PodUID: podUID}
-	stored, _, err := f.client.Expect(ctx, workflow.Namespace, workflow.Name, nodeID, &expectation)
+	stored, _, err := f.client.Expect(ctx, workflow.node(nodeID), &expectation)
 	if err != nil {
 		return nil, fmt.Errorf("register node %s of %s/%s: %w", nodeID, workflow.Namespace, workflow.Name, err)
 	}
@@ -262,7 +262,7 @@ func (f *Follower) Settle(ctx context.Context, workflow WorkflowRef, nodeID stri
 		return decision, nil
 	}
 	abandon := AbandonRequest{WorkflowUID: workflow.UID, Reason: decision.Message}
-	result, err := f.client.Abandon(ctx, workflow.Namespace, workflow.Name, nodeID, &abandon)
+	result, err := f.client.Abandon(ctx, workflow.node(nodeID), &abandon)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	decision, err = f.known.settled(result, err, pod)

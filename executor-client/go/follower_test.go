@@ -67,7 +67,7 @@ func TestFollower(t *testing.T) {
 		if err := early.Start(ctx); CodeOf(err) != CodeNotExpected {
 			t.Fatalf("a report before registration: %v, want not_expected", err)
 		}
-		if _, err := s.admin().GetResult(ctx, testNamespace, wf.Name, done.nodeID, ""); CodeOf(err) != CodeNotFound {
+		if _, err := s.admin().GetResult(ctx, done.node(), ""); CodeOf(err) != CodeNotFound {
 			t.Errorf("a refused report stored something: %v", err)
 		}
 		for _, st := range []step{done, lost, running} {

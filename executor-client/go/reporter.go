@@ -267,7 +267,7 @@ func (r *Reporter) report(ctx context.Context, body ReportRequest) (*NodeResult,
 	body.PodUID = r.config.PodUID
 	body.InstanceID = r.config.InstanceID
 	body.Sequence = sequence
-	result, _, err := r.client.Report(ctx, r.namespace, r.config.Workflow, r.config.NodeID, &body)
+	result, _, err := r.client.Report(ctx, NodeRef{Namespace: r.namespace, Workflow: r.config.Workflow, NodeID: r.config.NodeID}, &body)
 	return result, err
 }
 

@@ -86,11 +86,11 @@ func TestReplay(t *testing.T) {
 			ProtocolVersion: ProtocolVersion, WorkflowUID: st.workflow.UID, PodName: st.podName, PodUID: st.podUID,
 			Sequence: 5, Final: true, Phase: "Succeeded", Outputs: json.RawMessage(`{"result":"x"}`),
 		}
-		first, created, err := pod.Report(ctx, testNamespace, st.workflow.Name, st.nodeID, &report)
+		first, created, err := pod.Report(ctx, st.node(), &report)
 		if err != nil || !created {
 			t.Fatalf("first: created %v, %v", created, err)
 		}
-		again, created, err := pod.Report(ctx, testNamespace, st.workflow.Name, st.nodeID, &report)
+		again, created, err := pod.Report(ctx, st.node(), &report)
 		if err != nil || created || again.Revision != first.Revision {
 			t.Errorf("replay: created %v, revision %d after %d, %v", created, again.Revision, first.Revision, err)
 		}
@@ -114,12 +114,12 @@ func TestReplay(t *testing.T) {
 			ProtocolVersion: ProtocolVersion, WorkflowUID: third.workflow.UID, PodName: third.podName, PodUID: third.podUID,
 			Sequence: 5, Progress: "1/2",
 		}
-		if _, _, err := pod.Report(ctx, testNamespace, third.workflow.Name, third.nodeID, &progress); err != nil {
+		if _, _, err := pod.Report(ctx, third.node(), &progress); err != nil {
 			t.Fatal(err)
 		}
 		for _, stale := range []ReportRequest{{Sequence: 5, Progress: "2/2"}, {Sequence: 4, Progress: "2/2"}} {
 			progress.Sequence, progress.Progress = stale.Sequence, stale.Progress
-			_, _, err := pod.Report(ctx, testNamespace, third.workflow.Name, third.nodeID, &progress)
+			_, _, err := pod.Report(ctx, third.node(), &progress)
 			if CodeOf(err) != CodeStaleSequence || ProblemOf(err).Status != http.StatusConflict {
 				t.Errorf("sequence %d: %v, want 409 stale_sequence", stale.Sequence, err)
 			}
@@ -148,8 +148,7 @@ func TestFrozen(t *testing.T) {
 		if err != nil || current.Revision != done.Revision || current.State != StateCompleted {
 			t.Errorf("the refusal's current result: %+v, %v", current, err)
 		}
-		_, err = s.admin().Abandon(ctx, testNamespace, st.workflow.Name, st.nodeID,
-			&AbandonRequest{WorkflowUID: st.workflow.UID, Reason: "pod deleted"})
+		_, err = s.admin().Abandon(ctx, st.node(), &AbandonRequest{WorkflowUID: st.workflow.UID, Reason: "pod deleted"})
 		if CodeOf(err) != CodeAlreadyCompleted {
 			t.Errorf("abandon after completion: %v, want already_completed", err)
 		}
@@ -160,8 +159,7 @@ func TestFrozen(t *testing.T) {
 
 		// An abandoned result is frozen too; the late report does not count as done.
 		lost := testWorkflow("frozen").step(2)
-		abandoned, err := s.admin().Abandon(ctx, testNamespace, lost.workflow.Name, lost.nodeID,
-			&AbandonRequest{WorkflowUID: lost.workflow.UID, Reason: "pod deleted"})
+		abandoned, err := s.admin().Abandon(ctx, lost.node(), &AbandonRequest{WorkflowUID: lost.workflow.UID, Reason: "pod deleted"})
 		if CodeOf(err) != CodeNotFound {
 			t.Fatalf("abandon of a node never registered: %v, %v; want not_found", abandoned, err)
 		}
@@ -169,8 +167,7 @@ func TestFrozen(t *testing.T) {
 		if err := late.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.admin().Abandon(ctx, testNamespace, lost.workflow.Name, lost.nodeID,
-			&AbandonRequest{WorkflowUID: lost.workflow.UID, Reason: "pod deleted"}); err != nil {
+		if _, err := s.admin().Abandon(ctx, lost.node(), &AbandonRequest{WorkflowUID: lost.workflow.UID, Reason: "pod deleted"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := late.Finalize(ctx, FinalReport{Phase: "Succeeded"}); CodeOf(err) != CodeAlreadyCompleted {

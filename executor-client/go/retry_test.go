@@ -63,7 +63,7 @@ func TestRetryAfterIsHonouredAndRetriesStopAtRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	who, err := client.Whoami(testContext(t))
+	who, err := client.WhoAmI(testContext(t))
 	if err != nil || who.Subject != "someone" {
 		t.Fatalf("whoami: %v, %v", who, err)
 	}
@@ -73,7 +73,7 @@ func TestRetryAfterIsHonouredAndRetriesStopAtRefusals(t *testing.T) {
 
 	refusing, calls := whoamiServer(t, false, 403)
 	client, _ = New(Config{URL: refusing.URL, Retry: &RetryPolicy{}})
-	if _, err := client.Whoami(testContext(t)); CodeOf(err) != CodeForbidden || calls.Load() != 1 {
+	if _, err := client.WhoAmI(testContext(t)); CodeOf(err) != CodeForbidden || calls.Load() != 1 {
 		t.Errorf("a 403 is final: %v after %d calls", err, calls.Load())
 	}
 }
@@ -84,7 +84,7 @@ func TestACancelledContextEndsTheRetries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := client.Whoami(ctx)
+	_, err := client.WhoAmI(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Errorf("%v after %v; want the context's end, soon", err, time.Since(start))
 	}
@@ -97,7 +97,7 @@ func TestADeadlineEndsTheRetriesWithTheLastError(t *testing.T) {
 	start := time.Now()
 	deadline := start.Add(2500 * time.Millisecond)
 	client, _ := New(Config{URL: server.URL, Retry: &RetryPolicy{Deadline: deadline}})
-	_, err := client.Whoami(testContext(t))
+	_, err := client.WhoAmI(testContext(t))
 	var gaveUp *GaveUpError
 	if !errors.As(err, &gaveUp) || gaveUp.Attempts != int(calls.Load()) || gaveUp.Attempts < 2 {
 		t.Fatalf("%v after %d calls; want a GaveUpError counting them", err, calls.Load())
@@ -116,7 +116,7 @@ func TestForBoundsEachCallsRetries(t *testing.T) {
 	server, calls := whoamiServer(t, false, 503, 503, 503, 503, 503, 503, 503, 503)
 	client, _ := New(Config{URL: server.URL, Retry: &RetryPolicy{For: 2500 * time.Millisecond}})
 	start := time.Now()
-	_, err := client.Whoami(testContext(t))
+	_, err := client.WhoAmI(testContext(t))
 	var gaveUp *GaveUpError
 	if !errors.As(err, &gaveUp) || gaveUp.For != 2500*time.Millisecond || gaveUp.Attempts != int(calls.Load()) {
 		t.Fatalf("%v after %d calls; want a GaveUpError for 2.5s counting them", err, calls.Load())
@@ -137,7 +137,7 @@ func TestAnUntrustedCertificateIsFinal(t *testing.T) {
 	}))
 	t.Cleanup(server.Close)
 	client, _ := New(Config{URL: server.URL, Retry: &RetryPolicy{}})
-	_, err := client.Whoami(testContext(t))
+	_, err := client.WhoAmI(testContext(t))
 	if err == nil || IsTransient(err) || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("an untrusted server: %v (transient %v); want a final certificate error", err, IsTransient(err))
 	}

@@ -78,6 +78,20 @@ type WorkflowRef struct {
 	UID       string
 }
 
+// node names one of the workflow's nodes.
+func (w WorkflowRef) node(nodeID string) NodeRef {
+	return NodeRef{Namespace: w.Namespace, Workflow: w.Name, NodeID: nodeID}
+}
+
+// NodeRef names which node of which workflow a result belongs to: the three strings a
+// caller could otherwise swap without a compile error. The workflow's incarnation (its
+// UID) travels apart: in the request's WorkflowUID, or [Client.GetResult]'s workflowUID.
+type NodeRef struct {
+	Namespace string
+	Workflow  string
+	NodeID    string
+}
+
 // Summary counts a workflow's results in each state.
 type Summary struct {
 	Expected  uint64 `json:"expected"`
@@ -133,8 +147,8 @@ type AbandonRequest struct {
 	Reason      string `json:"reason"`
 }
 
-// Whoami is who the server thinks the caller is.
-type Whoami struct {
+// WhoAmI is who the server thinks the caller is.
+type WhoAmI struct {
 	Subject   string  `json:"subject"`
 	Namespace *string `json:"namespace"`
 	Pod       *PodRef `json:"pod"`

@@ -135,7 +135,8 @@ func (a *argoResults) report(ctx context.Context, p *pod) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = client.Report(ctx, a.namespace, p.workflow, p.nodeID, &argoresults.ReportRequest{
+	node := argoresults.NodeRef{Namespace: a.namespace, Workflow: p.workflow, NodeID: p.nodeID}
+	_, _, err = client.Report(ctx, node, &argoresults.ReportRequest{
 		ProtocolVersion: argoresults.ProtocolVersion,
 		WorkflowUID:     p.workflowUID,
 		PodName:         p.name,
