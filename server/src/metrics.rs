@@ -8,7 +8,6 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::auth::Reason;
-use crate::store::FailureKind;
 
 /// What became of a report that reached the store; never a node ID or other unbounded
 /// value. (The label values are the variants' names, hence their case.)
@@ -250,11 +249,6 @@ impl Metrics {
                 reason: reason.as_str(),
             });
         }
-        for kind in FailureKind::ALL {
-            let _ = store_errors.get_or_create(&KindLabels {
-                kind: kind.as_str(),
-            });
-        }
         for kind in RETAINED {
             let _ = retention_deleted.get_or_create(&KindLabels { kind });
         }
@@ -314,6 +308,14 @@ impl Metrics {
             self.pending
                 .get_or_create(&StateLabels { state })
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// The store's failure kinds, each exported at zero from now on (the store names them:
+    /// `store::FailureKind`).
+    pub fn seed_store_failures(&self, kinds: impl IntoIterator<Item = &'static str>) {
+        for kind in kinds {
+            let _ = self.store_errors.get_or_create(&KindLabels { kind });
         }
     }
 

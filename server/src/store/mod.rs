@@ -8,7 +8,7 @@
 //! [`Store`] runs on one of two databases ([`db::Db`]): [`postgres`] (production, many
 //! replicas) or [`sqlite`] (the embedded default, one replica). Most of their SQL is the
 //! same, so it is written once, in `sql/`, as inherent methods that each database's module
-//! compiles for its own type; [`db::Dialect`] lists what differs. A read goes from a
+//! compiles for its own type; [`dialect::Dialect`] lists what differs. A read goes from a
 //! [`Store`] method straight to its SQL there (`sql/read.rs`, `sql/claims.rs`).
 //!
 //! A write of a result goes through the [`writer`], which gathers the writes that arrive
@@ -17,6 +17,7 @@
 
 mod columns;
 mod db;
+mod dialect;
 mod error;
 mod model;
 mod notify;

@@ -9,7 +9,7 @@ use argo_results_rules::ReportPolicy;
 
 use super::Store;
 use super::db::{Db, on_db};
-use super::error::{StoreError, StoreResult};
+use super::error::{FailureKind, StoreError, StoreResult};
 use super::notify::Notifier;
 use super::postgres::Postgres;
 use super::sqlite::Sqlite;
@@ -39,6 +39,8 @@ pub async fn open(url: &str, opening: Opening, metrics: Arc<Metrics>) -> StoreRe
         policy,
         new_epoch,
     } = opening;
+    // Every failure the store can count is exported at zero before it can happen.
+    metrics.seed_store_failures(FailureKind::ALL.map(FailureKind::as_str));
     let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Db::from(Postgres::connect(url, max_connections, wait).await?)
     } else if let Some(path) = url.strip_prefix("sqlite://") {

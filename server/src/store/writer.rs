@@ -27,7 +27,7 @@ use argo_results_rules::clock::now_millis;
 use argo_results_rules::{ReportPolicy, ResultKey, Write, Written};
 use tokio::sync::{mpsc, oneshot};
 
-use super::db::{ACQUIRE_TIMEOUT, Db, on_db};
+use super::db::{Db, on_db};
 use super::error::{FailureKind, StoreError, StoreResult};
 use super::notify::{Changed, Notifier};
 use crate::metrics::Metrics;
@@ -49,6 +49,11 @@ impl Batching {
         previous.is_some_and(|previous| arrived.saturating_duration_since(previous) < self.wait)
     }
 }
+
+/// How long after its oldest write arrived a batch ends, connecting included, so that a
+/// database that hangs instead of refusing is answered `503` within 5 s (as a request
+/// waiting for a connection is, `dialect::ACQUIRE_TIMEOUT`).
+const BATCH_DEADLINE: Duration = Duration::from_secs(3);
 
 /// The least time a batch is given, however long its writes waited for the one before.
 const MIN_BATCH_TIME: Duration = Duration::from_secs(1);
@@ -212,7 +217,7 @@ impl Writer {
         // write arrived (and has at least a second). A batch cut off at its commit may
         // have committed; its writers hear 503, and their retries replay.
         let arrived = writes.iter().map(|w| w.arrived).min();
-        let deadline = (arrived.unwrap_or_else(Instant::now) + ACQUIRE_TIMEOUT)
+        let deadline = (arrived.unwrap_or_else(Instant::now) + BATCH_DEADLINE)
             .max(Instant::now() + MIN_BATCH_TIME);
         let idle = on_db!(&self.db, |db| db.kept_idle());
         let mut outcomes = self.attempt(writes, deadline).await;

@@ -32,7 +32,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use super::columns::claim_columns;
-use super::db::{ACQUIRE_TIMEOUT, Dialect};
+use super::dialect::{ACQUIRE_TIMEOUT, Dialect};
 use super::error::StoreResult;
 use super::notify::Notifier;
 

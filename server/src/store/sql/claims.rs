@@ -9,7 +9,7 @@ use argo_results_rules::claim::{self, ClaimDecision, ClaimRow, SettleDecision};
 use argo_results_rules::{NewClaim, Settlement};
 
 use super::super::columns::{self, claim_columns};
-use super::super::db::{ConnectionOf, Dialect};
+use super::super::dialect::{ConnectionOf, Dialect};
 use super::super::error::{StoreError, StoreResult};
 use super::super::model::{ClaimPage, ClaimQuery};
 use super::super::random::uuid;

@@ -1,15 +1,17 @@
 //! Deletions, each leaving tombstones in the feed where it needs them: a workflow's
 //! results on request, and retention's batches.
 //!
-//! Compiled once per database (see [`Dialect`](super::super::db::Dialect)).
+//! Compiled once per database (see [`Dialect`](super::super::dialect::Dialect)).
 
 use argo_results_rules::batch::{self, Batch, Deleted};
 
 use super::super::columns;
-use super::super::db::RETENTION_BATCH;
 use super::super::error::StoreResult;
 use super::This;
 use super::transaction::WriteTransaction;
+
+/// Retention deletes at most this many rows per transaction.
+const RETENTION_BATCH: i64 = 1000;
 
 /// The last revision of the oldest batch of changes recorded before $1.
 const PRUNABLE_THROUGH: &str = "SELECT MAX(revision) FROM (SELECT revision FROM changes \

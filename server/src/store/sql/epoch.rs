@@ -4,7 +4,7 @@
 //! Compiled once per database (see [`Dialect`]), whose `IDENTITY` names the database as it
 //! is now.
 
-use super::super::db::Dialect;
+use super::super::dialect::Dialect;
 use super::super::error::StoreResult;
 use super::super::random::uuid;
 use super::This;

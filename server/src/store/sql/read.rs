@@ -10,7 +10,7 @@ use argo_results_rules::Row;
 use argo_results_rules::feed::{self, FeedBounds};
 
 use super::super::columns::{self, result_columns};
-use super::super::db::{ConnectionOf, Dialect};
+use super::super::dialect::{ConnectionOf, Dialect};
 use super::super::error::{StoreError, StoreResult};
 use super::super::model::{FeedChunk, ListQuery, ResultPage};
 use super::super::page::{Filling, summarize};

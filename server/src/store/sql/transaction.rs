@@ -1,7 +1,10 @@
-//! A writing transaction, as every write that moves the head runs it: `begin`,
-//! `lock_head`, then the database's own `load` and `store` (`write.rs`), `commit`. The
-//! writer's own (`begin_kept`) locks the head in the message that begins it, and its `load`
-//! reads the head with the rows: one round trip less for every batch.
+//! Writing transactions. A write that moves the head (the writer's batches, a workflow's
+//! deletion, retention's) locks the head first (`lock_head`), writes (the writer through
+//! its database's own `load` and `store`, `write.rs`), and commits; the writer's own
+//! (`begin_kept`) locks the head in the message that begins it, and its `load` reads the
+//! head with the rows: one round trip less for every batch. A cron claim, its settle and
+//! the epoch move no head: they take the transaction's connection (`tx`) and lock the one
+//! row they change.
 //!
 //! # The door of every write
 //!
@@ -16,12 +19,13 @@
 //!
 //! # Revisions in commit order: the serial section
 //!
-//! Every writing transaction first locks the single `store_state` row (`LOCK_HEAD`),
-//! assigns revisions after the head it read, sets the new head and commits; the lock is
-//! released only when the commit is durable. Writing transactions therefore commit one at
-//! a time, in revision order, and that is what lets a feed reader resume from revision R
-//! without ever missing a later commit numbered R or lower (docs/api.md, "5. Guarantees"):
-//! the feed reads the head first, and every revision up to it has committed.
+//! Every transaction that records changes first locks the single `store_state` row
+//! (`LOCK_HEAD`), assigns revisions after the head it read, sets the new head and
+//! commits; the lock is released only when the commit is durable. Those transactions
+//! therefore commit one at a time, in revision order, and that is what lets a feed
+//! reader resume from revision R without ever missing a later commit numbered R or lower
+//! (docs/api.md, "5. Guarantees"): the feed reads the head first, and every revision up
+//! to it has committed.
 //!
 //! The lock stays. A write's answer carries its revision (docs/api.md, "2. Reporting a
 //! result"), so revisions are fixed before the commit; two transactions in flight at once
@@ -43,7 +47,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::{Connection as _, Transaction};
 
-use super::super::db::Dialect;
+use super::super::dialect::Dialect;
 use super::super::error::StoreResult;
 use super::This;
 

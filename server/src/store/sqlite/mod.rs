@@ -32,7 +32,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::columns::claim_columns;
-use super::db::{ACQUIRE_TIMEOUT, Dialect};
+use super::dialect::{ACQUIRE_TIMEOUT, Dialect};
 use super::error::{StoreError, StoreResult};
 
 /// The shared SQL of `sql/` runs on this.
