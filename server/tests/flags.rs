@@ -175,3 +175,27 @@ fn every_numeric_flag_refuses_zero_negative_and_absurd_values() {
         }
     }
 }
+
+/// `--help` is what operators and the README read: a change to a flag's text or place is
+/// made on purpose, here and in `help.txt` together (`cargo run -q -p argo-results-server
+/// -- --help > server/tests/help.txt`), never by moving code.
+#[test]
+fn help_is_the_text_in_help_txt() {
+    // Without the environment: clap shows a set `ARGO_RESULTS_*` variable's value.
+    let output = Command::new(env!("CARGO_BIN_EXE_argo-results-server"))
+        .arg("--help")
+        .env_clear()
+        .output()
+        .expect("run argo-results-server");
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    let expected = include_str!("help.txt");
+    for (line, (got, want)) in help.lines().zip(expected.lines()).enumerate() {
+        assert_eq!(got, want, "--help line {} differs from help.txt", line + 1);
+    }
+    assert_eq!(
+        help.lines().count(),
+        expected.lines().count(),
+        "--help's length"
+    );
+}

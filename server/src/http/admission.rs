@@ -8,7 +8,7 @@
 //! 3. only then does it take one of the `--max-in-flight` slots, or is answered at once
 //!    with `429 overloaded` and `Retry-After` rather than queue behind the database. Every
 //!    answer holds what it is against `--max-answer-memory` until it is sent, and a page
-//!    reserves its most before the store is read ([`super::answers`]). It
+//!    reserves its most before the store is read ([`super::answer_memory`]). It
 //!    holds the slot while it is served, never while it waits on its client. A watch
 //!    gives its slot back while it waits for a change, under a cap of its own
 //!    (`--max-watches`), of which one subject holds at most an eighth, and an eighth is
@@ -28,9 +28,20 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::AppState;
-use super::answers;
+use super::answer_memory;
 use super::error::ApiError;
+use super::state::AppState;
+
+/// What admission holds requests to (`--max-in-flight`, `--max-watches`,
+/// `--max-body-memory`, `--max-answer-memory`, `--body-timeout`).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_in_flight: usize,
+    pub max_watches: usize,
+    pub max_body_memory: usize,
+    pub max_answer_memory: usize,
+    pub body_timeout: Duration,
+}
 
 /// The shared bounds of admission.
 #[derive(Debug)]
@@ -45,24 +56,20 @@ pub struct Admission {
 }
 
 impl Admission {
-    pub fn new(
-        max_in_flight: usize,
-        max_watches: usize,
-        max_body_memory: usize,
-        max_answer_memory: usize,
-        body_timeout: Duration,
-    ) -> Self {
+    pub fn new(limits: Limits) -> Self {
         Admission {
-            in_flight: Arc::new(Semaphore::new(max_in_flight)),
+            in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
             watches: Arc::new(Watches {
-                cap: max_watches,
+                cap: limits.max_watches,
                 held: Mutex::default(),
             }),
-            body_memory: Arc::new(Semaphore::new(max_body_memory.min(Semaphore::MAX_PERMITS))),
-            answer_memory: Arc::new(Semaphore::new(
-                max_answer_memory.min(Semaphore::MAX_PERMITS),
+            body_memory: Arc::new(Semaphore::new(
+                limits.max_body_memory.min(Semaphore::MAX_PERMITS),
             )),
-            body_timeout,
+            answer_memory: Arc::new(Semaphore::new(
+                limits.max_answer_memory.min(Semaphore::MAX_PERMITS),
+            )),
+            body_timeout: limits.body_timeout,
         }
     }
 
@@ -161,7 +168,10 @@ impl Slot {
     pub fn reserve_page(&self) -> Result<(), ApiError> {
         let mut held = self.held();
         if held.answer.is_none() {
-            held.answer = Some(answers::reserve(&self.answers, answers::PAGE_BYTES)?);
+            held.answer = Some(answer_memory::reserve(
+                &self.answers,
+                answer_memory::PAGE_BYTES,
+            )?);
         }
         held.page = true;
         Ok(())
@@ -182,7 +192,7 @@ impl Slot {
             return false;
         };
         if held.page {
-            match answers::reserve(&self.answers, answers::PAGE_BYTES) {
+            match answer_memory::reserve(&self.answers, answer_memory::PAGE_BYTES) {
                 Ok(answer) => held.answer = Some(answer),
                 Err(_) => return false,
             }
@@ -314,5 +324,5 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
     let answer = next.run(Request::from_parts(parts, body)).await;
     let reserved = slot.answer();
     drop(slot);
-    answers::hold(&admission.answer_memory, answer, reserved).await
+    answer_memory::hold(&admission.answer_memory, answer, reserved).await
 }

@@ -13,8 +13,8 @@ use axum::extract::{FromRequest, Request};
 use axum::http::header;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
-use super::AppState;
 use super::error::ApiError;
+use super::state::AppState;
 
 /// A body type's required top-level fields, so that missing ones are reported by name
 /// before the type is read (its known fields are serde's own: [`fields`]).

@@ -4,8 +4,8 @@ use argo_results_proto::ProblemCode;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use super::AppState;
 use super::error::ApiError;
+use super::state::AppState;
 use crate::auth::Caller;
 
 impl FromRequestParts<AppState> for Caller {

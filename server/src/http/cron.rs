@@ -9,12 +9,12 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
-use super::AppState;
+use super::answer::json;
 use super::body::JsonBody;
 use super::cursor;
 use super::error::ApiResult;
-use super::json;
 use super::params::{CronPath, Names, QueryParams, invalid_parameter, limit};
+use super::state::AppState;
 use crate::auth::{Caller, Verb};
 use crate::store::{ClaimQuery, NewClaim, Settlement};
 use crate::validate;

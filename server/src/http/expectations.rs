@@ -5,10 +5,11 @@ use argo_results_proto::{ExpectationRequest, NodeResult, Problem};
 use axum::extract::State;
 use axum::response::Response;
 
+use super::answer::written_answer;
 use super::body::JsonBody;
 use super::error::ApiResult;
 use super::params::{Names, NodePath};
-use super::{AppState, written_answer};
+use super::state::AppState;
 use crate::auth::{Caller, Verb};
 use crate::store::{Expectation, ResultKey};
 use crate::validate;

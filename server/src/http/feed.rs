@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use utoipa::IntoParams;
 
-use super::AppState;
 use super::admission::{Slot, WatchPlace};
 use super::error::{ApiError, ApiResult};
 use super::params::{QueryParams, invalid_parameter, limit};
+use super::state::AppState;
 use crate::auth::{Caller, Verb};
 use crate::store::FeedChunk;
 use crate::validate::dns_label;
@@ -76,7 +76,7 @@ async fn answer(
 }
 
 fn page(chunk: FeedChunk) -> Response {
-    super::page(
+    super::answer::page(
         chunk.items,
         &AfterItems {
             revision: chunk.revision,

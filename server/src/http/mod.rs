@@ -1,7 +1,10 @@
-//! The HTTP API: one module per resource, errors turned into problem+json in [`error`].
+//! The HTTP API's router: the routes, their middleware and the OpenAPI document. One
+//! module per resource; what the handlers share is in [`state`], the answers they build in
+//! [`answer`], errors turned into problem+json in [`error`].
 
-mod admission;
-mod answers;
+pub mod admission;
+mod answer;
+mod answer_memory;
 mod body;
 mod caller;
 mod cron;
@@ -13,154 +16,24 @@ mod observe;
 mod openapi;
 mod params;
 mod pod_writes;
-
-pub use admission::Admission;
-pub use pod_writes::PodWrites;
 mod probes;
 mod results;
 pub mod starting;
+mod state;
 mod whoami;
+
+pub use admission::Admission;
+pub use pod_writes::PodWrites;
+pub use state::{AppState, Shared};
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::header;
 use axum::routing::get;
-use serde::Serialize;
-use tokio::sync::watch;
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-
-use crate::auth::{AuthError, Authenticator, Caller, Verb};
-use crate::metrics::Metrics;
-use crate::store::{Outcome, Store, Written};
-use crate::validate::Limits;
-
-/// What the handlers share. Axum clones it for each request and each middleware, so it
-/// is one `Arc` to clone.
-#[derive(Debug, Clone)]
-pub struct AppState(Arc<Shared>);
-
-impl AppState {
-    pub fn new(shared: Shared) -> Self {
-        AppState(Arc::new(shared))
-    }
-}
-
-impl std::ops::Deref for AppState {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        &self.0
-    }
-}
-
-#[derive(Debug)]
-pub struct Shared {
-    pub store: Arc<Store>,
-    pub auth: Authenticator,
-    pub metrics: Arc<Metrics>,
-    pub limits: Limits,
-    /// Turns `true` when the server starts shutting down; long polls end early then.
-    pub stopping: watch::Receiver<bool>,
-    /// What API requests may hold: slots in flight, watches, body memory.
-    pub admission: Admission,
-    /// What each pod may still change (`--pod-write-budget`).
-    pub pod_writes: PodWrites,
-    /// The API listener's connections: readiness fails while they are all in use.
-    pub api_connections: crate::listener::Guard,
-}
-
-impl AppState {
-    /// Counts a refusal by its reason on the way out.
-    fn counted<T>(&self, decided: Result<T, AuthError>) -> Result<T, AuthError> {
-        if let Err(error) = &decided {
-            self.metrics.auth_failure(error.reason());
-        }
-        decided
-    }
-
-    /// Allows `verb` on results in `namespace` (`None`: all namespaces) or refuses.
-    async fn authorize(
-        &self,
-        caller: &Caller,
-        verb: Verb,
-        namespace: Option<&str>,
-    ) -> Result<(), AuthError> {
-        self.counted(self.auth.authorize(caller, verb, namespace).await)
-    }
-}
-
-fn json(status: StatusCode, value: &impl Serialize) -> Response {
-    match serde_json::to_vec(value) {
-        Ok(body) => json_text(status, body),
-        Err(e) => unserializable(e),
-    }
-}
-
-/// An answer whose body is JSON text already.
-fn json_text(status: StatusCode, mut body: Vec<u8>) -> Response {
-    // A final newline keeps curl output readable; JSON readers ignore it.
-    body.push(b'\n');
-    let mut response = (status, body).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-fn unserializable(e: serde_json::Error) -> Response {
-    error::ApiError::new(
-        argo_results_proto::ProblemCode::Internal,
-        format!("could not serialize the answer: {e}"),
-    )
-    .into_response()
-}
-
-/// A `200` page: `items`, whose members are JSON texts already (written in, not parsed
-/// again), then the members of `rest`, an object. The items are sent as they are, one
-/// piece each, never copied into one text: a page of 8 MiB takes 8 MiB.
-fn page(items: Vec<String>, after_items: &impl Serialize) -> Response {
-    let rest = match serde_json::to_string(after_items) {
-        Ok(rest) => rest,
-        Err(e) => return unserializable(e),
-    };
-    // `rest` is `{...}`: its members follow the items'.
-    let tail = match rest.strip_prefix('{') {
-        Some("}") | None => "]}\n".to_owned(),
-        Some(members) => format!("],{members}\n"),
-    };
-    let mut pieces = Vec::with_capacity(2 * items.len() + 2);
-    pieces.push(Bytes::from_static(b"{\"items\":["));
-    for (i, item) in items.into_iter().enumerate() {
-        if i > 0 {
-            pieces.push(Bytes::from_static(b","));
-        }
-        pieces.push(Bytes::from(item));
-    }
-    pieces.push(Bytes::from(tail));
-    let stream =
-        futures_util::stream::iter(pieces.into_iter().map(Ok::<_, std::convert::Infallible>));
-    let mut response = (StatusCode::OK, Body::from_stream(stream)).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-/// `201` for a row's first write, `200` otherwise, with the stored result.
-fn written_answer(written: Written) -> Response {
-    let status = match written.outcome {
-        Outcome::Created => StatusCode::CREATED,
-        Outcome::Updated | Outcome::Unchanged => StatusCode::OK,
-    };
-    json(status, &written.result)
-}
 
 /// The API's routes and the OpenAPI document generated from them.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {

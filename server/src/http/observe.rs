@@ -13,7 +13,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tracing::Instrument;
 
-use super::AppState;
+use super::state::AppState;
 
 const REQUEST_ID: &str = "x-request-id";
 

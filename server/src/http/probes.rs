@@ -5,8 +5,8 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::AppState;
 use super::error::ApiError;
+use super::state::AppState;
 use crate::metrics::Metrics;
 
 /// The process is up.

@@ -14,12 +14,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
 use super::admission::Slot;
+use super::answer::{self, json, written_answer};
 use super::body::JsonBody;
 use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
 use super::observe::Arrived;
 use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
-use super::{AppState, json, written_answer};
+use super::state::AppState;
 use crate::auth::{Caller, Verb, pod};
 use crate::metrics::ReportOutcome;
 use crate::store::{ListQuery, Report, ResultKey};
@@ -347,7 +348,7 @@ pub async fn list(
         summary: page.summary,
         continue_token,
     };
-    Ok(super::page(page.items, &after_items))
+    Ok(answer::page(page.items, &after_items))
 }
 
 /// Delete every result of one workflow incarnation (garbage collection); the feed keeps

@@ -5,8 +5,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
+use super::answer::json;
 use super::error::ApiResult;
-use super::{AppState, json};
+use super::state::AppState;
 use crate::auth::Caller;
 
 /// Who the server thinks the caller is: subject, namespace, pod and roles.

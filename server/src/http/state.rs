@@ -1,0 +1,68 @@
+//! What the handlers share: the store, authentication, metrics, admission and limits.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::admission::Admission;
+use super::pod_writes::PodWrites;
+use crate::auth::{AuthError, Authenticator, Caller, Verb};
+use crate::listener::Guard;
+use crate::metrics::Metrics;
+use crate::store::Store;
+use crate::validate::Limits;
+
+/// What the handlers share. Axum clones it for each request and each middleware, so it
+/// is one `Arc` to clone.
+#[derive(Debug, Clone)]
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+#[derive(Debug)]
+pub struct Shared {
+    pub store: Arc<Store>,
+    pub auth: Authenticator,
+    pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+    /// Turns `true` when the server starts shutting down; long polls end early then.
+    pub stopping: watch::Receiver<bool>,
+    /// What API requests may hold: slots in flight, watches, body memory.
+    pub admission: Admission,
+    /// What each pod may still change (`--pod-write-budget`).
+    pub pod_writes: PodWrites,
+    /// The API listener's connections: readiness fails while they are all in use.
+    pub api_connections: Guard,
+}
+
+impl AppState {
+    /// Counts a refusal by its reason on the way out.
+    pub(super) fn counted<T>(&self, decided: Result<T, AuthError>) -> Result<T, AuthError> {
+        if let Err(error) = &decided {
+            self.metrics.auth_failure(error.reason());
+        }
+        decided
+    }
+
+    /// Allows `verb` on results in `namespace` (`None`: all namespaces) or refuses.
+    pub(super) async fn authorize(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        namespace: Option<&str>,
+    ) -> Result<(), AuthError> {
+        self.counted(self.auth.authorize(caller, verb, namespace).await)
+    }
+}
