@@ -13,6 +13,7 @@ mod result;
 pub mod schema;
 #[cfg(feature = "token")]
 pub mod token;
+mod version;
 mod whoami;
 
 pub use cron::{Claim, ClaimList, ClaimRequest, ClaimState, SettleOutcome, SettleRequest};
@@ -21,6 +22,7 @@ pub use problem::{Problem, ProblemCode};
 pub use redact::redacted;
 pub use requests::{AbandonRequest, ExpectationRequest, ReportRequest};
 pub use result::{DeleteResponse, NodeResult, ResultList, ResultState, Summary};
+pub use version::Version;
 pub use whoami::{PodRef, Role, Whoami};
 
 /// The only report protocol version this release understands.

@@ -20,6 +20,7 @@ mod probes;
 mod results;
 pub mod starting;
 mod state;
+mod version;
 mod whoami;
 
 pub use admission::Admission;
@@ -79,6 +80,7 @@ pub fn router(state: AppState, with_metrics: bool) -> Router {
             }
         }),
     )
+    .route("/version", get(version::version))
     .merge(operations)
     .route_layer(axum::middleware::from_fn_with_state(
         state.clone(),

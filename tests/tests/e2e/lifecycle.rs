@@ -540,3 +540,22 @@ async fn probes_are_logged_at_debug_and_the_log_file_has_no_colour() {
     let decimals = duration.split('.').nth(1).map_or(0, str::len);
     assert!(decimals <= 2, "duration_ms={duration} is rounded");
 }
+
+/// `GET /version` answers without a token, as kube-apiserver's does: the release a
+/// client is talking to is known before any token is tried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_version_is_served_without_a_token() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let version = server.get("/version", None).await;
+    assert_eq!(version.status, 200, "{}", version.text);
+    let body: serde_json::Value = serde_json::from_str(&version.text).expect("JSON");
+    assert_eq!(
+        body,
+        serde_json::json!({"version": env!("CARGO_PKG_VERSION"), "protocolVersion": 1})
+    );
+    // Only GET: the API's other methods on it are no route.
+    let put = server
+        .raw(reqwest::Method::PUT, "/version", None, None, Vec::new())
+        .await;
+    assert_eq!(put.status, 405, "{}", put.text);
+}
