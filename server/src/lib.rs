@@ -58,6 +58,8 @@ pub enum StartError {
     Serve(std::io::Error),
     #[error("--tls-cert/--tls-key: {0}")]
     Tls(std::io::Error),
+    #[error("cannot listen for SIGTERM and SIGINT: {0}")]
+    Signals(std::io::Error),
 }
 
 impl StartError {
@@ -104,6 +106,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
     let opening = config.store.opening(policy);
     let store = store::open(&database_url, opening, Arc::clone(&metrics)).await?;
     starting.stop().await;
+    let (drain, draining) = watch::channel(false);
     let (stop, stopping) = watch::channel(false);
     let retention = (&config.retention).into();
     retention::spawn(retention, Arc::clone(&store), Arc::clone(&metrics));
@@ -113,6 +116,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         auth: authenticator,
         metrics,
         limits: (&config.admission).into(),
+        draining,
         stopping,
         admission: http::Admission::new(admission),
         pod_writes: http::PodWrites::new(config.admission.pod_write_budget()),
@@ -127,16 +131,28 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         let router = http::operations_router(state.clone());
         serve_operations(listener, guard, router, &handle, config.log_format)?;
     }
+    // Before the line below: a SIGTERM sent as soon as it is out must not kill the
+    // process unannounced.
+    let signals = Signals::listen().map_err(StartError::Signals)?;
     // Printed last: once it is out, the server is ready and all else was said.
     console::say(
         config.log_format,
         &format!("argo-results-server listening on {url}"),
         &[("url", &url)],
     );
-    let grace = config.listen.shutdown_grace;
+    let (delay, grace) = (config.listen.shutdown_delay, config.listen.shutdown_grace);
     let stopping_handle = handle.clone();
     tokio::spawn(async move {
-        shutdown_signal().await;
+        let signal = signals.next().await;
+        let _ = drain.send(true);
+        if signal == Signal::Terminate && !delay.is_zero() {
+            tracing::info!(
+                "SIGTERM: serving {delay:?} more (--shutdown-delay), /readyz 503, while \
+                 Kubernetes takes this pod out of its endpoints"
+            );
+            tokio::time::sleep(delay).await;
+        }
+        tracing::info!("shutting down: finishing in-flight requests");
         // Ends long polls so that in-flight requests finish promptly.
         let _ = stop.send(true);
         stopping_handle.graceful_shutdown(Some(grace));
@@ -283,18 +299,35 @@ fn serve_operations(
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let mut terminate =
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(signal) => signal,
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                return std::future::pending().await;
-            }
-        };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        _ = terminate.recv() => {},
+/// The signal that asked the server to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    /// SIGTERM: Kubernetes stopping the pod.
+    Terminate,
+    /// SIGINT: a person at a terminal.
+    Interrupt,
+}
+
+/// SIGTERM and SIGINT, listened for once: from then on neither kills the process, and the
+/// first one asks the server to stop.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
     }
-    tracing::info!("shutting down: finishing in-flight requests");
+
+    async fn next(mut self) -> Signal {
+        tokio::select! {
+            _ = self.interrupt.recv() => Signal::Interrupt,
+            _ = self.terminate.recv() => Signal::Terminate,
+        }
+    }
 }

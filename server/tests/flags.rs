@@ -104,6 +104,7 @@ const NUMERIC_FLAGS: &[(&str, [&str; 3], bool)] = &[
     ("claim-retention", DURATION, false),
     ("retention-every", DURATION, false),
     ("shutdown-grace", DURATION, true),
+    ("shutdown-delay", DURATION, true),
     ("max-body-bytes", COUNT, false),
     ("body-timeout", DURATION, false),
     ("max-body-memory", COUNT, false),

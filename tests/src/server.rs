@@ -543,12 +543,21 @@ impl TestServer {
 
     /// Sends SIGTERM, as Kubernetes does, and waits for the process to exit.
     pub async fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().expect("running server");
+        self.send_sigterm();
+        self.wait_exit().await
+    }
+
+    /// Sends SIGTERM, as Kubernetes does, and returns at once.
+    pub fn send_sigterm(&self) {
         let sent = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
+            .args(["-TERM", &self.pid().to_string()])
             .status()
             .expect("kill -TERM");
         assert!(sent.success());
+    }
+
+    /// Waits for the process to exit.
+    pub async fn wait_exit(&mut self) -> std::process::ExitStatus {
         self.child.wait().await.expect("exit status")
     }
 }

@@ -74,6 +74,14 @@ pub struct ListenFlags {
     #[arg(long, env = "ARGO_RESULTS_SHUTDOWN_GRACE", default_value = "20s", display_order = 320,
           value_parser = duration_between(ZERO, HOUR))]
     pub shutdown_grace: Duration,
+
+    /// On SIGTERM, go on accepting connections and serving for this long, /readyz
+    /// answering 503, before --shutdown-grace begins: time for Kubernetes to take the pod
+    /// out of its Service's endpoints, so that a rollout refuses no connection (5s in
+    /// deploy/). SIGINT does not wait.
+    #[arg(long, env = "ARGO_RESULTS_SHUTDOWN_DELAY", default_value = "0s", display_order = 325,
+          value_parser = duration_between(ZERO, 10 * MINUTE))]
+    pub shutdown_delay: Duration,
 }
 
 /// The API address's connection limits.

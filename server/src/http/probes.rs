@@ -14,11 +14,13 @@ pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// The store answers, the token keys are loaded and the API listener can take a
-/// connection (until the store is open, [`super::starting`] answers instead). Anyone may ask, so the answer
-/// says only ready or not; why not goes to the log.
+/// Not shutting down, the store answers, the token keys are loaded and the API listener
+/// can take a connection (until the store is open, [`super::starting`] answers instead).
+/// Anyone may ask, so the answer says only ready or not; why not goes to the log.
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    let cause = if state.api_connections.saturated() {
+    let cause = if *state.draining.borrow() {
+        "shutting down: Kubernetes should send no more requests here".to_owned()
+    } else if state.api_connections.saturated() {
         "every API connection (--max-open-connections) is open and in use: new ones are \
          refused"
             .to_owned()

@@ -37,6 +37,9 @@ pub struct Shared {
     pub auth: Authenticator,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
+    /// Turns `true` at SIGTERM or SIGINT: `/readyz` answers 503 from then on, while the
+    /// server still serves for `--shutdown-delay`.
+    pub draining: watch::Receiver<bool>,
     /// Turns `true` when the server starts shutting down; long polls end early then.
     pub stopping: watch::Receiver<bool>,
     /// What API requests may hold: slots in flight, watches, body memory.

@@ -559,3 +559,45 @@ async fn the_version_is_served_without_a_token() {
         .await;
     assert_eq!(put.status, 405, "{}", put.text);
 }
+
+/// A rollout refuses no connection: with `--shutdown-delay`, a client that connects
+/// 0.3 s after SIGTERM (Kubernetes has not yet taken the pod out of its endpoints) is
+/// served, `/readyz` answers 503 meanwhile, and the server then exits 0. The control:
+/// without the flag, that client's connection is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_connecting_after_sigterm_is_served_during_the_shutdown_delay() {
+    let mut plain = TestServer::builder(Backend::Sqlite).start().await;
+    plain.send_sigterm();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = plain.reader().whoami().await;
+    assert!(
+        refused.is_err(),
+        "without --shutdown-delay, a connection after SIGTERM was served: {refused:?}"
+    );
+    assert!(plain.wait_exit().await.success());
+
+    let mut delayed = TestServer::builder(Backend::Sqlite)
+        .flags(&["--shutdown-delay", "3s"])
+        .env("RUST_LOG", "info")
+        .start()
+        .await;
+    delayed.send_sigterm();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A new client: a new connection, as a request routed here by a stale endpoint opens.
+    let served = delayed.reader().whoami().await;
+    assert!(
+        served.is_ok(),
+        "refused during --shutdown-delay: {served:?}"
+    );
+    assert_eq!(delayed.get("/readyz", None).await.status, 503);
+    // Bounded only so that a hang fails the test instead of stalling the suite.
+    let status = tokio::time::timeout(Duration::from_secs(60), delayed.wait_exit())
+        .await
+        .expect("the server did not exit after --shutdown-delay");
+    assert!(status.success(), "exit status {status}");
+    assert!(
+        delayed.log().contains("--shutdown-delay"),
+        "the delay is said in the log:\n{}",
+        delayed.log()
+    );
+}
