@@ -245,7 +245,8 @@ impl Listening {
 
     /// Serves the API until `handle` shuts it down.
     async fn serve(self, app: Router, handle: Handle<SocketAddr>) -> Result<(), StartError> {
-        let app = app.into_make_service();
+        // The peer's address goes into each request's log line.
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let guard = self.api_guard;
         match self.tls {
             Some(tls) => {
@@ -290,7 +291,7 @@ fn serve_operations(
     let serving = guard
         .configure(server)
         .handle(handle.clone())
-        .serve(router.into_make_service());
+        .serve(router.into_make_service_with_connect_info::<SocketAddr>());
     tokio::spawn(async move {
         if let Err(error) = serving.await {
             tracing::error!(%error, "the metrics listener stopped");

@@ -167,7 +167,8 @@ impl Metrics {
         });
         registry.register(
             "http_request_duration_seconds",
-            "Time from request to answer, by route template",
+            "Time from request to answer, by route template; the feed's long polls \
+             (watch=true), which wait for a change by design, are not timed",
             durations.clone(),
         );
         let pending = Family::<StateLabels, Gauge>::default();
@@ -288,7 +289,15 @@ impl Metrics {
         }
     }
 
-    pub fn http_request(&self, route: &str, method: &str, status: u16, took: std::time::Duration) {
+    /// A request answered; `took` is `None` for a long poll, whose wait says nothing of
+    /// how fast the server answers.
+    pub fn http_request(
+        &self,
+        route: &str,
+        method: &str,
+        status: u16,
+        took: Option<std::time::Duration>,
+    ) {
         self.requests
             .get_or_create(&RequestLabels {
                 route: route.to_owned(),
@@ -296,11 +305,13 @@ impl Metrics {
                 status,
             })
             .inc();
-        self.durations
-            .get_or_create(&RouteLabels {
-                route: route.to_owned(),
-            })
-            .observe(took.as_secs_f64());
+        if let Some(took) = took {
+            self.durations
+                .get_or_create(&RouteLabels {
+                    route: route.to_owned(),
+                })
+                .observe(took.as_secs_f64());
+        }
     }
 
     pub fn pending(&self, expected: u64, reporting: u64) {

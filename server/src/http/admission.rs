@@ -298,7 +298,11 @@ async fn collect(
 pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     match state.counted(state.auth.authenticate(&parts.headers).await) {
-        Ok(caller) => parts.extensions.insert(caller),
+        Ok(caller) => {
+            // Who made the request, in its log line (the span is the request's).
+            tracing::Span::current().record("subject", caller.subject.as_str());
+            parts.extensions.insert(caller)
+        }
         Err(error) => return ApiError::from(error).into_response(),
     };
     // Held until the request is answered: the body stays in memory that long.

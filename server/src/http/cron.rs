@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
 use super::answer::json;
+use super::audit;
 use super::body::JsonBody;
 use super::cursor;
 use super::error::ApiResult;
@@ -96,6 +97,7 @@ pub async fn claim(
             lease_millis: lease_seconds * 1000,
         })
         .await?;
+    audit::tick("claimed a cron tick", &claim);
     Ok(json(StatusCode::CREATED, &claim))
 }
 
@@ -138,6 +140,7 @@ pub async fn settle(
             outcome,
         })
         .await?;
+    audit::tick("settled a cron tick", &claim);
     Ok(json(StatusCode::OK, &claim))
 }
 

@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::response::Response;
 
 use super::answer::written_answer;
+use super::audit;
 use super::body::JsonBody;
 use super::error::ApiResult;
 use super::params::{Names, NodePath};
@@ -52,5 +53,7 @@ pub async fn expect(
         pod_name: body.pod_name,
         pod_uid: body.pod_uid,
     };
-    Ok(written_answer(state.store.expect(key, expectation).await?))
+    let written = state.store.expect(key, expectation).await?;
+    audit::result("registered a node's expected result", &written);
+    Ok(written_answer(written))
 }

@@ -4,6 +4,7 @@
 
 pub mod admission;
 mod answer;
+mod audit;
 mod answer_memory;
 mod body;
 mod caller;

@@ -5,9 +5,10 @@
 //! never logged.
 
 use std::hash::{BuildHasher, RandomState};
+use std::net::SocketAddr;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -88,14 +89,25 @@ pub async fn observe(State(state): State<AppState>, mut request: Request, next: 
         request_id = %id,
         method = %method,
         route = %route,
+        peer = tracing::field::Empty,
+        subject = tracing::field::Empty,
+        reason = tracing::field::Empty,
         namespace = tracing::field::Empty,
         workflow = tracing::field::Empty,
         node = tracing::field::Empty,
     );
+    let long_poll = request
+        .uri()
+        .query()
+        .is_some_and(|query| query.split('&').any(|pair| pair == "watch=true"));
+    if let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>() {
+        span.record("peer", tracing::field::display(peer));
+    }
     let mut response = next.run(request).instrument(span.clone()).await;
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
-    state.metrics.http_request(&route, method, status, elapsed);
+    let timed = (!long_poll).then_some(elapsed);
+    state.metrics.http_request(&route, method, status, timed);
     // Hundredths of a millisecond: more is noise in a log line.
     let duration_ms = (elapsed.as_secs_f64() * 100_000.0).round() / 100.0;
     span.in_scope(|| {

@@ -15,6 +15,7 @@ use utoipa::IntoParams;
 
 use super::admission::Slot;
 use super::answer::{self, json, written_answer};
+use super::audit;
 use super::body::JsonBody;
 use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
@@ -230,6 +231,7 @@ pub async fn abandon(
         .store
         .abandon(key(path, body.workflow_uid), body.reason)
         .await?;
+    audit::result("abandoned a node's result", &stored);
     Ok(written_answer(stored))
 }
 
@@ -385,5 +387,6 @@ pub async fn delete(
         .store
         .delete_workflow(path.namespace, path.workflow, uid)
         .await?;
+    audit::deleted(deleted);
     Ok(json(StatusCode::OK, &DeleteResponse { deleted }))
 }

@@ -51,10 +51,15 @@ pub struct Shared {
 }
 
 impl AppState {
-    /// Counts a refusal by its reason on the way out.
+    /// Counts a refusal by its reason on the way out, and says it in the request's log line.
     pub(super) fn counted<T>(&self, decided: Result<T, AuthError>) -> Result<T, AuthError> {
         if let Err(error) = &decided {
-            self.metrics.auth_failure(error.reason());
+            let reason = error.reason();
+            self.metrics.auth_failure(reason);
+            // Why, in the request's log line (its span).
+            if let Some(reason) = reason {
+                tracing::Span::current().record("reason", reason.as_str());
+            }
         }
         decided
     }

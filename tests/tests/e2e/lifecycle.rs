@@ -601,3 +601,109 @@ async fn a_client_connecting_after_sigterm_is_served_during_the_shutdown_delay()
         delayed.log()
     );
 }
+
+/// The audit trail: every request's line names its caller and peer, and why it was
+/// refused; each of the controller's writes logs one line of who, what and how many rows
+/// (docs/operations.md, "Audit").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_says_who_did_what_and_how_many_rows() {
+    use argo_results_tests::fixtures::UID;
+    use argo_results_tests::tokens::{CONTROLLER, READER};
+
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--log-format", "json"])
+        .env("RUST_LOG", "info")
+        .start()
+        .await;
+    for i in 1..=3 {
+        server.register(&step(i)).await;
+    }
+    let deleted = server
+        .controller()
+        .delete_results(NS, WF, UID)
+        .await
+        .expect("delete");
+    assert_eq!(deleted.deleted, 3);
+    server.get("/api/v1/whoami", Some("not-a-token")).await;
+    let refused = server.reader().delete_results(NS, WF, UID).await;
+    assert!(refused.is_err(), "a reader deleted: {refused:?}");
+
+    let log = server.log();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect();
+    let audit = |message: &str| -> Vec<&serde_json::Value> {
+        lines
+            .iter()
+            .filter(|line| {
+                line["target"] == "argo_results::audit" && line["fields"]["message"] == message
+            })
+            .collect()
+    };
+    let delete = audit("deleted a workflow's results");
+    assert_eq!(delete.len(), 1, "one line for the DELETE:\n{log}");
+    let delete = delete[0];
+    assert_eq!(delete["fields"]["rows"], 3, "{delete}");
+    assert_eq!(delete["span"]["subject"], CONTROLLER, "{delete}");
+    assert_eq!(delete["span"]["namespace"], NS);
+    assert_eq!(delete["span"]["workflow"], WF);
+    let peer = delete["span"]["peer"].as_str().unwrap_or_default();
+    assert!(peer.starts_with("127.0.0.1:"), "the peer: {delete}");
+    let registered = audit("registered a node's expected result");
+    assert_eq!(registered.len(), 3, "{log}");
+    assert!(registered.iter().all(|line| line["fields"]["rows"] == 1));
+
+    // Refusals: the request's line says why, and who when it is known.
+    let finished = |status: u64| -> &serde_json::Value {
+        lines
+            .iter()
+            .find(|line| {
+                line["fields"]["message"] == "request finished"
+                    && line["fields"]["status"] == status
+            })
+            .unwrap_or_else(|| panic!("no {status} line:\n{log}"))
+    };
+    let unauthenticated = finished(401);
+    assert_eq!(
+        unauthenticated["span"]["reason"], "malformed",
+        "{unauthenticated}"
+    );
+    assert!(unauthenticated["span"]["subject"].is_null());
+    let forbidden = finished(403);
+    assert_eq!(forbidden["span"]["reason"], "forbidden", "{forbidden}");
+    assert_eq!(forbidden["span"]["subject"], READER, "{forbidden}");
+    assert!(
+        audit("deleted a workflow's results").len() == 1,
+        "a refused delete is not audited as done"
+    );
+}
+
+/// A long poll waits for a change by design: it is counted, not timed, so that the
+/// latency histogram says how fast the server answers; a plain read of the feed is timed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_polls_are_counted_but_not_timed() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let reader = server.reader();
+    let watch = FeedOptions {
+        watch: true,
+        timeout_seconds: Some(1),
+        ..Default::default()
+    };
+    reader.feed(&watch).await.expect("long poll");
+    let metrics = server.get("/metrics", None).await.text;
+    let feed = "route=\"/api/v1/results\"";
+    let count =
+        format!("argo_results_http_requests_total{{{feed},method=\"GET\",status=\"200\"}} 1");
+    assert!(metrics.contains(&count), "{count} in:\n{metrics}");
+    assert!(
+        !metrics.contains(&format!(
+            "argo_results_http_request_duration_seconds_count{{{feed}}}"
+        )),
+        "a long poll was timed:\n{metrics}"
+    );
+    reader.feed(&FeedOptions::default()).await.expect("read");
+    let metrics = server.get("/metrics", None).await.text;
+    let timed = format!("argo_results_http_request_duration_seconds_count{{{feed}}} 1");
+    assert!(metrics.contains(&timed), "{timed} in:\n{metrics}");
+}
