@@ -1,6 +1,7 @@
 //! docs/api.md section 7: each applicable error code, and that nothing was written.
 
 use argo_results_tests::fixtures::{NS, UID, WF, step};
+use argo_results_tests::server::Raw;
 use argo_results_tests::tokens::{self, CONTROLLER};
 use argo_results_tests::{Backend, TestServer};
 use reqwest::Method;
@@ -29,17 +30,22 @@ fn pod_token() -> String {
     tokens::pod_token(NS, &s.pod_name, &s.pod_uid)
 }
 
-/// Sends `body` as step 1's report and checks status, code and `field`.
-async fn refused(server: &TestServer, body: &str, status: u16, code: &str, field: Option<&str>) {
-    let answer = server
+/// Sends `body` as step 1's report by its pod, with `content_type`.
+async fn put_report(server: &TestServer, content_type: Option<&str>, body: String) -> Raw {
+    server
         .raw(
             Method::PUT,
             &result_path(&step(1).node_id),
             Some(&pod_token()),
-            JSON,
-            body.to_owned(),
+            content_type,
+            body,
         )
-        .await;
+        .await
+}
+
+/// Sends `body` as step 1's report and checks status, code and `field`.
+async fn refused(server: &TestServer, body: &str, status: u16, code: &str, field: Option<&str>) {
+    let answer = put_report(server, JSON, body.to_owned()).await;
     assert_eq!(answer.status, status, "{body:.200}: {:.500}", answer.text);
     assert_eq!(answer.json["code"], code, "{body:.200}");
     assert_eq!(answer.json["field"].as_str(), field, "{body:.200}");
@@ -282,15 +288,7 @@ async fn non_json_bodies_are_415() {
         Some("text/plain"),
         Some("application/x-www-form-urlencoded"),
     ] {
-        let answer = server
-            .raw(
-                Method::PUT,
-                &result_path(&step(1).node_id),
-                Some(&pod_token()),
-                content_type,
-                valid_report().to_string(),
-            )
-            .await;
+        let answer = put_report(&server, content_type, valid_report().to_string()).await;
         assert_eq!(answer.status, 415, "{content_type:?}");
         assert_eq!(answer.json["code"], "unsupported_media_type");
     }
@@ -363,15 +361,7 @@ async fn nul_and_oversized_text_are_422_on_both_backends(backend: Backend) {
     // `\u0000` inside outputs is data, kept exactly (docs/api.md section 1).
     let mut body = valid_report();
     body["outputs"] = serde_json::json!({"result": "a\u{0}b"});
-    let stored = server
-        .raw(
-            Method::PUT,
-            &result_path(&step(1).node_id),
-            Some(&pod_token()),
-            JSON,
-            body.to_string(),
-        )
-        .await;
+    let stored = put_report(&server, JSON, body.to_string()).await;
     assert_eq!(stored.status, 201, "{}", stored.text);
     assert_eq!(stored.json["outputs"]["result"], "a\u{0}b");
     let controller = tokens::user_token(CONTROLLER);
@@ -428,15 +418,7 @@ async fn outputs_too_wide_or_too_deep_are_refused() {
     )
     .await;
     for (sequence, outputs) in [(1, members(1000)), (2, nested(126))] {
-        let stored = server
-            .raw(
-                Method::PUT,
-                &result_path(&step(1).node_id),
-                Some(&pod_token()),
-                JSON,
-                with_outputs(&outputs, sequence),
-            )
-            .await;
+        let stored = put_report(&server, JSON, with_outputs(&outputs, sequence)).await;
         assert_eq!(
             stored.status,
             [201, 200][sequence as usize - 1],
