@@ -280,3 +280,25 @@ async fn connections_while_the_store_opens_keep_the_listeners_limits() {
     assert!(healthz().await.is_some(), "the probes still answer");
     starting.abort();
 }
+
+/// Every session the server opens on Postgres names it and its pod in
+/// `pg_stat_activity` (`application_name`), as Kubernetes gives the pod's name in
+/// `HOSTNAME`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sessions_name_the_server_and_its_pod() {
+    let pod = format!("argo-results-7c9d5-{}", std::process::id());
+    let server = TestServer::builder(Backend::Postgres)
+        .env("HOSTNAME", &pod)
+        .start()
+        .await;
+    let sessions = server
+        .count(&format!(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE application_name = 'argo-results-server/{pod}'"
+        ))
+        .await;
+    assert!(
+        sessions >= 1,
+        "no session of the server is named for its pod"
+    );
+}

@@ -93,7 +93,8 @@ impl Postgres {
         max_connections: u32,
         wait: std::time::Duration,
     ) -> StoreResult<Self> {
-        let options = PgConnectOptions::from_str(url)?;
+        let pod = std::env::var("HOSTNAME").ok();
+        let options = named(PgConnectOptions::from_str(url)?, pod.as_deref());
         wait::until_reachable(&options, wait).await?;
         tracing::info!(database = %wait::target(&options), "applying migrations");
         let db = Postgres {
@@ -129,10 +130,58 @@ impl Postgres {
     }
 }
 
+/// What `pg_stat_activity` calls every connection of this replica, unless the URL names it
+/// (`application_name=`): the server and its `pod` (`HOSTNAME`, which Kubernetes sets to
+/// the pod's name), so that a DBA tells the replicas' sessions from others and from each
+/// other.
+fn named(options: PgConnectOptions, pod: Option<&str>) -> PgConnectOptions {
+    if options.get_application_name().is_some() {
+        return options;
+    }
+    let mut name = match pod {
+        Some(pod) if !pod.is_empty() => format!("argo-results-server/{pod}"),
+        _ => "argo-results-server".to_owned(),
+    };
+    // Postgres keeps 63 bytes of it (NAMEDATALEN - 1).
+    while name.len() > 63 {
+        name.pop();
+    }
+    options.application_name(&name)
+}
+
 async fn pool(options: &PgConnectOptions, max_connections: u32) -> StoreResult<PgPool> {
     Ok(PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect_with(options.clone())
         .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use sqlx::postgres::PgConnectOptions;
+
+    use super::named;
+
+    fn name(url: &str, pod: Option<&str>) -> Option<String> {
+        let options = PgConnectOptions::from_str(url).expect("URL");
+        named(options, pod).get_application_name().map(str::to_owned)
+    }
+
+    #[test]
+    fn sessions_are_named_for_the_server_and_its_pod_unless_the_url_names_them() {
+        let url = "postgres://argo@db/argo";
+        assert_eq!(
+            name(url, Some("argo-results-5d9f7-x2k4q")).as_deref(),
+            Some("argo-results-server/argo-results-5d9f7-x2k4q")
+        );
+        assert_eq!(name(url, None).as_deref(), Some("argo-results-server"));
+        let given = "postgres://argo@db/argo?application_name=mine";
+        assert_eq!(name(given, Some("pod")).as_deref(), Some("mine"));
+        // Postgres keeps 63 bytes: what it would cut is cut here, where it shows.
+        let long = name(url, Some(&"p".repeat(80))).expect("named");
+        assert_eq!(long.len(), 63);
+    }
 }
