@@ -21,8 +21,16 @@ pub enum KeyError {
     Json(#[from] serde_json::Error),
     #[error("the key set is empty")]
     Empty,
-    #[error("key {kid:?}: {detail}")]
+    #[error("{}: {detail}", key_name(kid.as_deref()))]
     Refused { kid: Option<String>, detail: String },
+}
+
+/// A key as an error names it: by its `kid`, else as having none.
+fn key_name(kid: Option<&str>) -> String {
+    kid.map_or_else(
+        || "a key without \"kid\"".to_owned(),
+        |kid| format!("key \"{kid}\""),
+    )
 }
 
 /// Whose tokens are trusted: `iss` is always required.
@@ -335,7 +343,13 @@ mod tests {
             r#"{"keys":[{"kty":"oct","kid":"k","k":"c2VjcmV0"}]}"#,
             &policy(),
         );
-        assert!(matches!(refused, Err(KeyError::Refused { .. })));
+        let refused = refused.err().map(|error| error.to_string());
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|message| message.starts_with("key \"k\": ")),
+            "named plainly: {refused:?}"
+        );
         assert!(matches!(
             KeySet::from_jwks(r#"{"keys":[]}"#, &policy()),
             Err(KeyError::Empty)
