@@ -6,7 +6,7 @@ Run by .ci/validate-deploy, with its virtualenv's python (kubernetes-validate, P
         OPERATIONS_MD WORK PROMTOOL SERVER_CMD_JSON LABEL=RENDERED...
 
 K8S_VERSION: the Kubernetes version whose schemas validate the documents (e.g. 1.33).
-METRICS_RS: server/src/metrics.rs, the metrics and labels the server registers.
+METRICS_RS: server/src/metrics/mod.rs, the metrics and labels the server registers.
 DASHBOARD: deploy/grafana/argo-results.json.
 RBAC_RULES: a file holding what `argo-results-server --print-rbac-rules` printed.
 DEPLOY_DIR: the deploy/ directory being validated.
@@ -74,9 +74,9 @@ def guarded(where, check, *args):
         error(where, f"{check.__name__} could not read the documents: {e!r}")
 
 
-# --- the metrics server/src/metrics.rs registers (for the alerts and the dashboard) --------
+# --- the metrics server/src/metrics/mod.rs registers (for the alerts and the dashboard) --------
 def registered_metrics(source):
-    """name -> (type, label names) of every metric metrics.rs registers."""
+    """name -> (type, label names) of every metric metrics/mod.rs registers."""
     prefix = re.search(r'Registry::with_prefix\("([a-z_]+)"\)', source)
     prefix = prefix.group(1) + "_" if prefix else ""
     structs = {m.group(1): re.findall(r"^\s*(?:pub\s+)?([a-z_][a-z0-9_]*)\s*:", m.group(2), re.M)
@@ -87,11 +87,11 @@ def registered_metrics(source):
         name, var = m.group(1), m.group(2)
         decl = re.search(rf"let\s+{var}\s*=\s*([^;]+);", source)
         if not decl:
-            raise SystemExit(f"metrics.rs: cannot find the declaration of {var} (metric {name})")
+            raise SystemExit(f"metrics/mod.rs: cannot find the declaration of {var} (metric {name})")
         text = decl.group(1)
         kind = next((k for k in ("Histogram", "Counter", "Gauge") if k in text), None)
         if kind is None:
-            raise SystemExit(f"metrics.rs: cannot tell the type of metric {name} from `{text.strip()}`")
+            raise SystemExit(f"metrics/mod.rs: cannot tell the type of metric {name} from `{text.strip()}`")
         family = re.search(r"Family::<\s*(\w+)\s*,", text)
         labels = set(structs.get(family.group(1), [])) if family else set()
         metrics[prefix + name] = (kind, labels)
@@ -99,7 +99,7 @@ def registered_metrics(source):
     # would call unregistered, or worse, not notice.
     calls = len(re.findall(r"\.register\(", source))
     if calls != len(metrics):
-        raise SystemExit(f"metrics.rs: read {len(metrics)} of its {calls} registrations ({', '.join(sorted(metrics))})")
+        raise SystemExit(f"metrics/mod.rs: read {len(metrics)} of its {calls} registrations ({', '.join(sorted(metrics))})")
     return metrics
 
 
@@ -143,9 +143,9 @@ def allowed_labels(expr, metrics):
 
 
 def expr_problems(expr, metrics):
-    """What in a PromQL expression is not in metrics.rs: series names, and labels that none
+    """What in a PromQL expression is not in metrics/mod.rs: series names, and labels that none
     of its metrics (nor Prometheus' target labels) carry."""
-    problems = [f"{name} is no series of server/src/metrics.rs"
+    problems = [f"{name} is no series of server/src/metrics/mod.rs"
                 for name in re.findall(r"\bargo_results_[a-z_]+\b", expr) if resolve(name, metrics) is None]
     for bad in sorted(expr_labels(expr) - allowed_labels(expr, metrics)):
         problems.append(f"label {bad!r} is not a label of the metrics in `{expr.strip()}`")
@@ -1422,7 +1422,7 @@ def dashboard_check():
         elif name in metrics and not re.search(rf"\b{name}\b", exprs):
             pass
         else:
-            error(where, f"{name} is no series of server/src/metrics.rs (it has: {', '.join(series_names(metrics))})")
+            error(where, f"{name} is no series of server/src/metrics/mod.rs (it has: {', '.join(series_names(metrics))})")
     expressions = 0
     for panel in dashboard.get("panels") or []:
         if panel.get("type") == "row":
@@ -1448,7 +1448,7 @@ def dashboard_check():
                     error(where, f"panel {title!r}: {m.group(1)} is not filtered by {', '.join(missing)}")
     used &= {n for n in metrics if re.search(rf"\b{n}(_total|_bucket|_sum|_count)?\b", exprs)}
     return (f"{where}: valid JSON, {expressions} queries over {len(used)} metrics, all registered in "
-            f"server/src/metrics.rs and filtered by the $namespace and $pod variables")
+            f"server/src/metrics/mod.rs and filtered by the $namespace and $pod variables")
 
 
 try:

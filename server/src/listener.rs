@@ -87,7 +87,7 @@ pub fn bind(
 /// after `reserved` descriptors, so that the cap, not the kernel's EMFILE, refuses
 /// connections (and says so); the per-peer cap is kept within it.
 pub fn fit_open_files(limits: Limits, reserved: usize) -> Limits {
-    let Some(files) = open_files_limit() else {
+    let Some(files) = crate::metrics::process::open_files_limit() else {
         return limits;
     };
     let room = files.saturating_sub(reserved).max(16);
@@ -106,19 +106,6 @@ pub fn fit_open_files(limits: Limits, reserved: usize) -> Limits {
         max_per_peer: limits.max_per_peer.min(room),
         ..limits
     }
-}
-
-/// The process's soft limit of open files, from `/proc/self/limits` (Linux).
-fn open_files_limit() -> Option<usize> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))?;
-    line["Max open files".len()..]
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// The refusal of connections past the cap is logged at most this often.

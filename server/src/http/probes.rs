@@ -39,6 +39,8 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let head = *state.store.revisions(None).borrow();
     state.metrics.feed_head(head);
+    let (open, idle, max) = state.store.pool_usage();
+    state.metrics.db_pool(open, idle, max);
     encoded(&state.metrics)
 }
 

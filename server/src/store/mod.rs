@@ -199,6 +199,11 @@ impl Store {
         self.notifier.subscribe(namespace)
     }
 
+    /// The requests' pool: connections open, of those idle, and the most it may open.
+    pub fn pool_usage(&self) -> (u32, usize, u32) {
+        on_db!(&self.db, |db| db.pool_usage())
+    }
+
     /// Checks that the database answers and the writer runs.
     pub async fn ping(&self) -> StoreResult<()> {
         self.measured(async {

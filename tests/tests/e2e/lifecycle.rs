@@ -707,3 +707,40 @@ async fn long_polls_are_counted_but_not_timed() {
     let timed = format!("argo_results_http_request_duration_seconds_count{{{feed}}} 1");
     assert!(metrics.contains(&timed), "{timed} in:\n{metrics}");
 }
+
+/// The process's series, named as every Prometheus client library names them, and the
+/// requests' database pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn process_and_pool_series_are_exported() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--max-connections", "7"])
+        .start()
+        .await;
+    let metrics = server.get("/metrics", None).await.text;
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{metrics}"))
+    };
+    assert!(value("process_cpu_seconds_total") > 0.0);
+    let rss = value("process_resident_memory_bytes");
+    let pid_rss = server.rss_mib() * 1024.0 * 1024.0;
+    assert!(
+        rss > 0.5 * pid_rss && rss < 2.0 * pid_rss,
+        "{rss} against {pid_rss}"
+    );
+    assert!(value("process_open_fds") >= 3.0);
+    assert!(value("process_max_fds") >= value("process_open_fds"));
+    assert!(value("process_start_time_seconds") > 1.7e9);
+    assert_eq!(value("argo_results_db_pool_max_connections"), 7.0);
+    let open = value("argo_results_db_pool_connections{state=\"idle\"}")
+        + value("argo_results_db_pool_connections{state=\"in_use\"}");
+    assert!((1.0..=7.0).contains(&open), "{open} connections open");
+    assert!(
+        metrics.ends_with("# EOF\n"),
+        "one end, after both registries"
+    );
+    assert_eq!(metrics.matches("# EOF").count(), 1);
+}

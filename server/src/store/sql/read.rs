@@ -1,5 +1,5 @@
 //! Reads: a result, a page and its summary (in one snapshot, `BEGIN_READ`), the feed, the
-//! head and the count of results not finished.
+//! head and the count of results not finished; and what the requests' pool holds.
 //!
 //! Compiled once per database (see [`Dialect`]).
 
@@ -56,6 +56,16 @@ async fn newest_uid(
 }
 
 impl This {
+    /// The requests' pool: connections open, of those idle, and the most it may open.
+    pub(in crate::store) fn pool_usage(&self) -> (u32, usize, u32) {
+        let pool = &self.pool;
+        (
+            pool.size(),
+            pool.num_idle(),
+            pool.options().get_max_connections(),
+        )
+    }
+
     /// One result; of the newest incarnation of the workflow name when `workflow_uid` is
     /// `None`.
     pub(in crate::store) async fn get(

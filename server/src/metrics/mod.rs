@@ -1,4 +1,7 @@
-//! Prometheus metrics, served on `/metrics` in the OpenMetrics text format.
+//! Prometheus metrics, served on `/metrics` in the OpenMetrics text format: the server's,
+//! prefixed `argo_results_`, and the process's ([`process`]).
+
+pub mod process;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
@@ -63,6 +66,9 @@ struct RouteLabels {
     route: String,
 }
 
+/// The `state` labels of `argo_results_db_pool_connections`.
+const POOL: [&str; 2] = ["idle", "in_use"];
+
 /// The `state` labels of `argo_results_results_pending`.
 const PENDING: [&str; 2] = ["expected", "reporting"];
 
@@ -92,6 +98,10 @@ struct VersionLabels {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
+    /// The process's series, named as every client library names them (no prefix).
+    process: Registry,
+    pool_connections: Family<StateLabels, Gauge>,
+    pool_max: Gauge,
     reports: Family<OutcomeLabels, Counter>,
     auth_failures: Family<ReasonLabels, Counter>,
     retention_deleted: Family<KindLabels, Counter>,
@@ -256,8 +266,28 @@ impl Metrics {
         for state in PENDING {
             let _ = pending.get_or_create(&StateLabels { state });
         }
+        let mut process = Registry::default();
+        process.register_collector(Box::new(process::Process::new()));
+        let pool_connections = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "db_pool_connections",
+            "Connections of the requests' database pool, by state (idle, in_use)",
+            pool_connections.clone(),
+        );
+        let pool_max = Gauge::default();
+        registry.register(
+            "db_pool_max_connections",
+            "Connections the requests' database pool may open (--max-connections)",
+            pool_max.clone(),
+        );
+        for state in POOL {
+            let _ = pool_connections.get_or_create(&StateLabels { state });
+        }
         Metrics {
             registry,
+            process,
+            pool_connections,
+            pool_max,
             feed_head,
             controller_revision,
             controller_read_at,
@@ -386,6 +416,20 @@ impl Metrics {
     }
 
     /// The newest revision this replica knows, set before each scrape.
+    /// The requests' pool holds `open` connections, `idle` of them unused, of at most
+    /// `max`.
+    pub fn db_pool(&self, open: u32, idle: usize, max: u32) {
+        let idle = i64::try_from(idle).unwrap_or(i64::MAX);
+        let set = |state, value: i64| {
+            self.pool_connections
+                .get_or_create(&StateLabels { state })
+                .set(value);
+        };
+        set("idle", idle);
+        set("in_use", (i64::from(open) - idle).max(0));
+        self.pool_max.set(i64::from(max));
+    }
+
     pub fn feed_head(&self, revision: i64) {
         self.feed_head.set(revision);
     }
@@ -405,9 +449,12 @@ impl Metrics {
     }
 
     pub fn encode(&self) -> String {
+        use prometheus_client::encoding::text::{encode_eof, encode_registry};
         let mut text = String::new();
         // Writing to a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        let _ = encode_registry(&mut text, &self.registry);
+        let _ = encode_registry(&mut text, &self.process);
+        let _ = encode_eof(&mut text);
         text
     }
 }
