@@ -441,6 +441,11 @@ impl TestServer {
         self.stdout.lock().expect("stdout").clone()
     }
 
+    /// The `--jwks-file` of a server started with [`Auth::TestKeys`].
+    pub fn jwks_file(&self) -> std::path::PathBuf {
+        self.dir.path().join("jwks.json")
+    }
+
     /// Everything the server logged (stderr) so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()

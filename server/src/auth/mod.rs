@@ -9,6 +9,7 @@
 
 mod cache;
 pub mod dev;
+pub mod jwks_file;
 pub mod keys;
 pub mod kube_calls;
 pub mod kube_keys;
@@ -258,6 +259,8 @@ pub struct RoleLists {
 #[derive(Debug)]
 pub enum Verifier {
     Keys(KeySet),
+    /// `--jwks-file`, re-read when it changes.
+    KeysFile(std::sync::Arc<jwks_file::JwksFile>),
     KubeKeys(std::sync::Arc<KubeKeys>),
     TokenReview(TokenReviewer),
 }
@@ -355,6 +358,7 @@ impl Authenticator {
         let token = bearer(headers)?;
         match verifier {
             Verifier::Keys(keys) => Caller::from_claims(keys.verify(token)?),
+            Verifier::KeysFile(file) => Caller::from_claims(file.verify(token)?),
             Verifier::KubeKeys(keys) => Caller::from_claims(keys.verify(token).await?),
             Verifier::TokenReview(reviewer) => reviewer.review(token).await,
         }

@@ -10,7 +10,8 @@ use clap::{Args, ValueEnum};
 
 use super::values::{DAY, MINUTE, ZERO, duration_between};
 use crate::auth::dev::{self, DevKey, DevKeyError};
-use crate::auth::keys::{Issuer, KeyError, KeySet, Lifetime, TokenPolicy};
+use crate::auth::jwks_file::{JwksFile, JwksFileError};
+use crate::auth::keys::{Issuer, Lifetime, TokenPolicy};
 use crate::auth::kube_calls::KubeCalls;
 use crate::auth::kube_keys::KubeKeys;
 use crate::auth::rbac::Rbac;
@@ -27,7 +28,8 @@ pub enum AuthMode {
 
 #[derive(Debug, Clone, Args)]
 pub struct AuthFlags {
-    /// Trust the keys of this JWKS file (offline validation of service-account tokens).
+    /// Trust the keys of this JWKS file (offline validation of service-account tokens;
+    /// re-read when it changes).
     #[arg(long, env = "ARGO_RESULTS_JWKS_FILE", display_order = 120)]
     pub jwks_file: Option<PathBuf>,
 
@@ -161,12 +163,10 @@ pub enum AuthError {
     )]
     IssuerRequired,
     #[error("--jwks-file {path}: {source}")]
-    JwksFile {
+    Jwks {
         path: String,
-        source: std::io::Error,
+        source: JwksFileError,
     },
-    #[error("--jwks-file {path}: {source}")]
-    Jwks { path: String, source: KeyError },
     #[error("Kubernetes API (in-cluster config or KUBECONFIG): {0}")]
     Kube(kube::Error),
     #[error("dev key: {0}")]
@@ -217,22 +217,18 @@ impl AuthFlags {
         let mut dev = None;
         let verifier = match (&self.jwks_file, &kube) {
             (Some(path), _) => {
-                let issuer = issuer.ok_or(AuthError::IssuerRequired)?;
-                let text = std::fs::read_to_string(path).map_err(|source| AuthError::JwksFile {
-                    path: path.display().to_string(),
-                    source,
-                })?;
                 let policy = TokenPolicy {
                     audience: self.audience.clone(),
-                    issuer,
+                    issuer: issuer.ok_or(AuthError::IssuerRequired)?,
                     lifetime,
                 };
-                Verifier::Keys(KeySet::from_jwks(&text, &policy).map_err(|source| {
+                let file = JwksFile::watch(path.clone(), policy).map_err(|source| {
                     AuthError::Jwks {
                         path: path.display().to_string(),
                         source,
                     }
-                })?)
+                })?;
+                Verifier::KeysFile(file)
             }
             (None, Some(kube)) if self.kube_jwks => Verifier::KubeKeys(KubeKeys::start(
                 kube.clone(),

@@ -298,3 +298,44 @@ async fn a_pod_may_write_only_its_own_node(backend: Backend) {
         201
     );
 }
+
+/// `--jwks-file` is re-read when it changes, as the TLS certificate is: a key taken out of
+/// the file stops being trusted and one put back is trusted again, without a restart; a
+/// file that does not parse keeps the keys read before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_jwks_file_is_re_read_when_it_changes() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .env("RUST_LOG", "info")
+        .start()
+        .await;
+    let rsa_token = tokens::sign(&tokens::rs256(), &tokens::user_claims(READER));
+    let whoami = async |token: &str| server.get("/api/v1/whoami", Some(token)).await.status;
+    assert_eq!(whoami(&rsa_token).await, 200);
+    let mut only_ec: serde_json::Value = serde_json::from_str(&tokens::keys().jwks).expect("JWKS");
+    only_ec["keys"]
+        .as_array_mut()
+        .expect("keys")
+        .retain(|key| key["kid"] == tokens::EC_KID);
+    std::fs::write(server.jwks_file(), only_ec.to_string()).expect("rewrite JWKS");
+    argo_results_tests::eventually(
+        "the RSA key taken out",
+        Duration::from_secs(30),
+        async || (whoami(&rsa_token).await == 401).then_some(()),
+    )
+    .await;
+    std::fs::write(server.jwks_file(), &tokens::keys().jwks).expect("rewrite JWKS");
+    argo_results_tests::eventually(
+        "the RSA key put back",
+        Duration::from_secs(30),
+        async || (whoami(&rsa_token).await == 200).then_some(()),
+    )
+    .await;
+    std::fs::write(server.jwks_file(), "{\"keys\": [").expect("break JWKS");
+    argo_results_tests::eventually(
+        "the broken file noticed",
+        Duration::from_secs(30),
+        async || server.log().contains("was not re-read").then_some(()),
+    )
+    .await;
+    assert_eq!(whoami(&rsa_token).await, 200, "the keys before it stay");
+}
