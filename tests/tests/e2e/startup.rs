@@ -302,3 +302,25 @@ async fn postgres_sessions_name_the_server_and_its_pod() {
         "no session of the server is named for its pod"
     );
 }
+
+/// `--listen [::]:PORT` serves IPv6 and, as Linux binds by default
+/// (`net.ipv6.bindv6only=0`), IPv4: the address for a dual-stack cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ipv6_any_address_serves_both_families() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--listen", "[::]:0"])
+        .start()
+        .await;
+    let port = server
+        .address()
+        .rsplit(':')
+        .next()
+        .expect("port")
+        .to_owned();
+    for host in ["127.0.0.1", "[::1]"] {
+        let answer = reqwest::get(format!("http://{host}:{port}/healthz"))
+            .await
+            .unwrap_or_else(|e| panic!("{host}: {e}"));
+        assert_eq!(answer.status(), 200, "{host}");
+    }
+}
