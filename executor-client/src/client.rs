@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use argo_results_proto::{
     AbandonRequest, Claim, ClaimList, ClaimRequest, DeleteResponse, ExpectationRequest, FeedPage,
-    NodeResult, Problem, ReportRequest, ResultList, SettleRequest, Whoami,
+    NodeResult, Problem, ReportRequest, ResultList, SettleRequest, Version, Whoami,
 };
 use reqwest::header::RETRY_AFTER;
 use reqwest::{Method, RequestBuilder};
@@ -88,12 +88,96 @@ impl std::fmt::Debug for RetryNotice {
     }
 }
 
+/// Resolves the server name that replaced the URL's host (see
+/// [`ClientBuilder::tls_server_name`]) to the addresses of that host, so that the
+/// connection goes where the URL says while TLS speaks to the name.
+#[derive(Debug)]
+struct ServerNameResolver {
+    /// The server name, lowercase, as the request URLs carry it.
+    name: String,
+    /// The URL's own host, without the brackets of an IPv6 address.
+    host: String,
+}
+
+impl reqwest::dns::Resolve for ServerNameResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        // The client only ever asks for the server name; anything else is looked up as is.
+        let host = if name.as_str().eq_ignore_ascii_case(&self.name) {
+            self.host.clone()
+        } else {
+            name.as_str().to_owned()
+        };
+        Box::pin(async move {
+            // Port 0: reqwest puts the URL's port in its place.
+            let addresses: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            Ok(Box::new(addresses.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// Where requests go when a TLS server name replaces the URL's host.
+#[derive(Debug)]
+struct Renamed {
+    /// The base URL with the server name as its host.
+    base: String,
+    /// The URL's own host (IPv6 in brackets), put back into the URLs errors show.
+    host: String,
+    resolver: ServerNameResolver,
+}
+
+/// The base URL `base` with `name` as its host, for [`ClientBuilder::tls_server_name`].
+fn rename(base: &str, name: &str) -> Result<Renamed, ClientError> {
+    let refuse = |detail: &str| ClientError::TlsServerName {
+        name: name.to_owned(),
+        detail: detail.to_owned(),
+    };
+    let url = reqwest::Url::parse(base)
+        .map_err(|_| refuse("cannot be used: the server URL is not a URL"))?;
+    if url.scheme() != "https" {
+        return Err(refuse(&format!(
+            "is for an https:// server URL only, not {}://",
+            url.scheme()
+        )));
+    }
+    let host = url
+        .host_str()
+        .filter(|host| !host.is_empty())
+        .ok_or_else(|| refuse("cannot be used: the server URL names no host"))?
+        .to_owned();
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return Err(refuse(
+            "is an IP address: give the DNS name the certificate was issued for (for a \
+             certificate issued for an IP address, put the address in the URL)",
+        ));
+    }
+    let mut renamed = url;
+    if name.is_empty() || name.contains([':', '/', '@']) || renamed.set_host(Some(name)).is_err() {
+        return Err(refuse("is not a DNS name"));
+    }
+    let resolver = ServerNameResolver {
+        name: renamed.host_str().unwrap_or(name).to_owned(),
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned(),
+    };
+    Ok(Renamed {
+        base: renamed.as_str().trim_end_matches('/').to_owned(),
+        host,
+        resolver,
+    })
+}
+
 /// Configures a [`Client`].
 #[derive(Debug)]
 pub struct ClientBuilder {
     base: String,
     token: TokenSource,
     ca_file: Option<PathBuf>,
+    tls_server_name: Option<String>,
+    insecure_skip_tls_verify: bool,
     retry: Option<RetryPolicy>,
     notice: Option<RetryNotice>,
 }
@@ -107,6 +191,25 @@ impl ClientBuilder {
     /// Trust this PEM CA (bundle) besides the system's roots.
     pub fn ca_file(mut self, ca_file: Option<PathBuf>) -> Self {
         self.ca_file = ca_file;
+        self
+    }
+
+    /// Verify the server's certificate for `name`, and send `name` as the TLS server name
+    /// (SNI), instead of the URL's host, as kubectl's `--tls-server-name`: e.g.
+    /// `https://127.0.0.1:8443` through `kubectl port-forward` to a server whose certificate
+    /// names `argo-results.argo.svc`. The connection still goes to the URL's host and port;
+    /// requests carry `name` in their `Host` header, as they would with `name` in the URL.
+    /// An `https://` URL only, and a DNS name, not an IP address.
+    pub fn tls_server_name(mut self, name: Option<String>) -> Self {
+        self.tls_server_name = name;
+        self
+    }
+
+    /// Accept any certificate the server shows, for any name, as kubectl's
+    /// `--insecure-skip-tls-verify`: the connection is encrypted, but to whoever answers.
+    /// For a test server only; the CA file is then not used.
+    pub fn insecure_skip_tls_verify(mut self, skip: bool) -> Self {
+        self.insecure_skip_tls_verify = skip;
         self
     }
 
@@ -127,7 +230,9 @@ impl ClientBuilder {
 
     pub fn build(self) -> Result<Client, ClientError> {
         let mut http = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
-        if let Some(path) = &self.ca_file {
+        if self.insecure_skip_tls_verify {
+            http = http.tls_danger_accept_invalid_certs(true);
+        } else if let Some(path) = &self.ca_file {
             let ca_error = |detail: String| ClientError::CaFile {
                 path: path.clone(),
                 detail,
@@ -140,9 +245,18 @@ impl ClientBuilder {
             }
             http = http.tls_certs_merge(certs);
         }
+        let (base, shown_host) = match &self.tls_server_name {
+            Some(name) => {
+                let renamed = rename(&self.base, name)?;
+                http = http.dns_resolver(Arc::new(renamed.resolver));
+                (renamed.base, Some(renamed.host))
+            }
+            None => (self.base.trim_end_matches('/').to_owned(), None),
+        };
         Ok(Client {
             http: http.build()?,
-            base: self.base.trim_end_matches('/').to_owned(),
+            base,
+            shown_host,
             token: self.token,
             retry: self.retry,
             notice: self.notice,
@@ -155,9 +269,19 @@ impl ClientBuilder {
 pub struct Client {
     http: reqwest::Client,
     base: String,
+    /// With a TLS server name: the URL's own host, which errors name.
+    shown_host: Option<String>,
     token: TokenSource,
     retry: Option<RetryPolicy>,
     notice: Option<RetryNotice>,
+}
+
+/// Whether a request carries the bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Auth {
+    Token,
+    /// An endpoint open to anyone: no token is read or sent.
+    Anonymous,
 }
 
 fn runs_path(namespace: &str, cron_workflow: &str) -> String {
@@ -193,19 +317,35 @@ impl Client {
             base: base_url.to_owned(),
             token: TokenSource::None,
             ca_file: None,
+            tls_server_name: None,
+            insecure_skip_tls_verify: false,
             retry: None,
             notice: None,
         }
     }
 
-    /// One attempt: the token is read afresh, the answer decoded as `T` or as a problem.
+    /// A transport error with the URL as given: the URL's host in place of a TLS server
+    /// name, so that messages name the address that was dialled.
+    fn unmask(&self, mut error: reqwest::Error) -> reqwest::Error {
+        if let (Some(host), Some(url)) = (&self.shown_host, error.url_mut()) {
+            // The host came from a URL that parsed: it parses again.
+            let _ = url.set_host(Some(host));
+        }
+        error
+    }
+
+    /// One attempt: the token is read afresh (with `auth`), the answer decoded as `T` or as
+    /// a problem.
     async fn attempt<T: DeserializeOwned>(
         &self,
         request: &impl Fn(&reqwest::Client) -> RequestBuilder,
         timeout: Duration,
+        auth: Auth,
     ) -> Result<Answer<T>, Failed> {
         let mut builder = request(&self.http);
-        if let Some(token) = self.token.current()? {
+        if auth == Auth::Token
+            && let Some(token) = self.token.current()?
+        {
             builder = builder.bearer_auth(token);
         }
         let timeout = match self.retry.and_then(|policy| policy.deadline) {
@@ -216,10 +356,14 @@ impl Client {
             ),
             None => timeout,
         };
-        let response = builder.timeout(timeout).send().await?;
+        let response = builder
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| self.unmask(e))?;
         let status = response.status();
         let retry_after = retry_after(&response);
-        let bytes = response.bytes().await?;
+        let bytes = response.bytes().await.map_err(|e| self.unmask(e))?;
         let error = if status.is_success() {
             if let Ok(body) = serde_json::from_slice(&bytes) {
                 return Ok(Answer {
@@ -240,17 +384,28 @@ impl Client {
         Err(Failed { error, retry_after })
     }
 
-    /// Sends a request, retrying transient failures as the retry policy allows.
+    /// Sends a request with the token, retrying transient failures as the retry policy
+    /// allows.
     async fn execute<T: DeserializeOwned>(
         &self,
         request: impl Fn(&reqwest::Client) -> RequestBuilder,
         timeout: Duration,
     ) -> Result<Answer<T>, ClientError> {
+        self.execute_as(request, timeout, Auth::Token).await
+    }
+
+    /// [`Client::execute`], with or without the token.
+    async fn execute_as<T: DeserializeOwned>(
+        &self,
+        request: impl Fn(&reqwest::Client) -> RequestBuilder,
+        timeout: Duration,
+        auth: Auth,
+    ) -> Result<Answer<T>, ClientError> {
         let mut backoff = Backoff::new();
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let failed = match self.attempt(&request, timeout).await {
+            let failed = match self.attempt(&request, timeout, auth).await {
                 Ok(answer) => return Ok(answer),
                 Err(failed) => failed,
             };
@@ -440,5 +595,58 @@ impl Client {
     pub async fn whoami(&self) -> Result<Whoami, ClientError> {
         let url = self.url("/api/v1/whoami");
         self.call(|http| http.get(&url)).await
+    }
+
+    /// The server's release and report protocol (`GET /version`), asked without a token.
+    pub async fn version(&self) -> Result<Version, ClientError> {
+        let url = self.url("/version");
+        Ok(self
+            .execute_as(|http| http.get(&url), REQUEST_TIMEOUT, Auth::Anonymous)
+            .await?
+            .body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(base: &str, name: &str) -> String {
+        match rename(base, name) {
+            Err(error @ ClientError::TlsServerName { .. }) => error.to_string(),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tls_server_name_replaces_the_host_and_resolves_to_it() {
+        let renamed = rename("https://127.0.0.1:8443/", "Argo-Results.argo.svc").expect("renamed");
+        assert_eq!(renamed.base, "https://argo-results.argo.svc:8443");
+        assert_eq!(renamed.host, "127.0.0.1");
+        assert_eq!(renamed.resolver.name, "argo-results.argo.svc");
+        assert_eq!(renamed.resolver.host, "127.0.0.1");
+        let v6 = rename("https://[::1]:8443/prefix", "results.example").expect("renamed");
+        assert_eq!(v6.base, "https://results.example:8443/prefix");
+        assert_eq!(
+            (v6.host.as_str(), v6.resolver.host.as_str()),
+            ("[::1]", "::1")
+        );
+    }
+
+    #[test]
+    fn a_tls_server_name_needs_https_and_a_dns_name() {
+        assert!(refusal("http://127.0.0.1:8080", "a.svc").contains("https:// server URL only"));
+        for name in ["10.0.0.1", "[::1]", "::1"] {
+            assert!(
+                refusal("https://127.0.0.1", name).contains("is an IP address"),
+                "{name}"
+            );
+        }
+        for name in ["", "a.svc:443", "a/b", "u@a.svc", "a b"] {
+            assert!(
+                refusal("https://127.0.0.1", name).contains("not a DNS name"),
+                "{name:?}"
+            );
+        }
     }
 }

@@ -23,6 +23,10 @@ pub enum ClientError {
     },
     #[error("cannot read the CA file {path}: {detail}")]
     CaFile { path: PathBuf, detail: String },
+    /// The TLS server name cannot be used with this URL (see
+    /// [`crate::ClientBuilder::tls_server_name`]).
+    #[error("the TLS server name {name:?} {detail}")]
+    TlsServerName { name: String, detail: String },
     /// Transient failures went on until the deadline.
     #[error("gave up at the deadline after {attempts} attempts; last error: {last}")]
     GaveUp {
@@ -63,7 +67,9 @@ impl ClientError {
             ClientError::Transport(_) | ClientError::TokenFile { .. } => true,
             ClientError::Api(problem) => transient_status(problem.status),
             ClientError::Unexpected { status, .. } => transient_status(*status),
-            ClientError::CaFile { .. } | ClientError::GaveUp { .. } => false,
+            ClientError::CaFile { .. }
+            | ClientError::TlsServerName { .. }
+            | ClientError::GaveUp { .. } => false,
         }
     }
 }

@@ -2,10 +2,12 @@
 
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Once;
 use std::time::Duration;
 
-use argo_results_client::{Client, ClientError, RetryPolicy, TokenSource};
+use argo_results_client::{Client, ClientBuilder, ClientError, RetryPolicy, TokenSource};
 use clap::Args;
+use clap::builder::BoolishValueParser;
 use tokio::time::Instant;
 
 use super::failure::{self, Failure};
@@ -29,10 +31,62 @@ pub struct Connection {
     #[arg(long, env = "ARGO_RESULTS_CA_FILE")]
     pub ca_file: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub tls: TlsArgs,
+
     /// Give up retrying an overloaded or restarting server after this long (a refused
     /// connection, a TLS mismatch or a missing token file fail at once).
     #[arg(long, default_value = "30s", value_parser = super::parse_duration)]
     pub timeout: Duration,
+}
+
+/// kubectl's flags for a server whose certificate does not name the URL's host.
+#[derive(Debug, Args)]
+pub struct TlsArgs {
+    /// Verify the server's certificate for NAME, and send NAME as the TLS server name
+    /// (SNI), instead of the URL's host.
+    ///
+    /// As kubectl's flag: e.g. --server https://127.0.0.1:8443 through kubectl port-forward
+    /// to a server whose certificate names argo-results.argo.svc. The connection still goes
+    /// to the URL's address. An https:// URL only, and a DNS name.
+    #[arg(long, env = "ARGO_RESULTS_TLS_SERVER_NAME", value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+
+    /// Do not verify the server's certificate at all (a warning on stderr says so).
+    ///
+    /// As kubectl's flag: the connection is encrypted, but to whoever answers. For a test
+    /// server only; --ca-file is then not used. ARGO_RESULTS_INSECURE_SKIP_TLS_VERIFY takes
+    /// true or false.
+    #[arg(
+        long,
+        env = "ARGO_RESULTS_INSECURE_SKIP_TLS_VERIFY",
+        value_parser = BoolishValueParser::new()
+    )]
+    pub insecure_skip_tls_verify: bool,
+}
+
+/// The warning of --insecure-skip-tls-verify, printed once however many clients a command
+/// makes.
+static INSECURE_WARNING: Once = Once::new();
+
+impl TlsArgs {
+    /// `builder` with these flags, warning on stderr when the certificate of an `https://`
+    /// server will not be verified.
+    pub fn apply(&self, builder: ClientBuilder, server: &str) -> ClientBuilder {
+        let https = reqwest::Url::parse(server).is_ok_and(|url| url.scheme() == "https");
+        if self.insecure_skip_tls_verify && https {
+            INSECURE_WARNING.call_once(|| {
+                eprintln!(
+                    "argo-results: warning: --insecure-skip-tls-verify: the server's \
+                     certificate is not verified, so the connection is not secure: anyone \
+                     in between can read and change it"
+                );
+            });
+        }
+        builder
+            .tls_server_name(self.tls_server_name.clone())
+            .insecure_skip_tls_verify(self.insecure_skip_tls_verify)
+    }
 }
 
 /// Checks that the server's URL can be used as it is: `http://` or `https://` and a host.
@@ -84,9 +138,10 @@ impl Connection {
 
     fn builder(&self) -> Result<argo_results_client::ClientBuilder, Failure> {
         check_server_url(&self.server, "--server or ARGO_RESULTS_URL")?;
-        Ok(Client::builder(&self.server)
+        let builder = Client::builder(&self.server)
             .token(self.token())
-            .ca_file(self.ca_file.clone()))
+            .ca_file(self.ca_file.clone());
+        Ok(self.tls.apply(builder, &self.server))
     }
 
     /// A client that retries transient failures until `deadline` (`None`: without end).

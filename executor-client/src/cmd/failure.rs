@@ -29,9 +29,9 @@ impl From<ClientError> for Failure {
         match error {
             ClientError::GaveUp { .. } => Failure::GaveUp(error),
             ClientError::Api(_) => Failure::Refused(error),
-            ClientError::CaFile { .. } | ClientError::TokenFile { .. } => {
-                Failure::Usage(explain(&error))
-            }
+            ClientError::CaFile { .. }
+            | ClientError::TokenFile { .. }
+            | ClientError::TlsServerName { .. } => Failure::Usage(explain(&error)),
             other if other.is_transient() => Failure::GaveUp(other),
             other => Failure::Other(explain(&other)),
         }
@@ -49,8 +49,10 @@ pub enum Diagnosis {
     PlainHttpServer,
     /// `http://` to a server that speaks TLS (hyper: "invalid HTTP version").
     TlsServer,
-    /// The server's certificate is not trusted, or names another host.
+    /// The server's certificate is not trusted.
     Certificate,
+    /// The server's certificate names another host than the one dialled.
+    CertificateName,
 }
 
 /// The scheme, host and port of the URL a transport error was for.
@@ -101,6 +103,9 @@ pub fn diagnose(error: &ClientError) -> Option<Diagnosis> {
     if scheme.as_deref() == Some("http") && text.contains("invalid http version") {
         return Some(Diagnosis::TlsServer);
     }
+    if text.contains("not valid for name") {
+        return Some(Diagnosis::CertificateName);
+    }
     if text.contains("invalid peer certificate") || text.contains("certificate verify failed") {
         return Some(Diagnosis::Certificate);
     }
@@ -132,6 +137,9 @@ pub fn explain(error: &ClientError) -> String {
         ClientError::CaFile { .. } => {
             format!("{error} (a PEM CA bundle: --ca-file or ARGO_RESULTS_CA_FILE)")
         }
+        ClientError::TlsServerName { .. } => {
+            format!("{error} (--tls-server-name or ARGO_RESULTS_TLS_SERVER_NAME)")
+        }
         ClientError::Transport(transport) => {
             let Some(diagnosis) = diagnose(error) else {
                 return error.to_string();
@@ -159,6 +167,11 @@ pub fn explain(error: &ClientError) -> String {
                     "the TLS certificate of {at} is not trusted: pass the CA that signed \
                      it with --ca-file or ARGO_RESULTS_CA_FILE, and use the host name or \
                      address it was issued for"
+                ),
+                Diagnosis::CertificateName => format!(
+                    "the TLS certificate of {at} was issued for another name: use a name it \
+                     was issued for, in the URL or with --tls-server-name NAME (as through \
+                     kubectl port-forward to 127.0.0.1)"
                 ),
             };
             format!("{what} ({error})")

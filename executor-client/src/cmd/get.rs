@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::connect::{Api, Connection, NamespaceArg};
 use super::failure::Failure;
-use super::output::{self, Cell, Format, ListFormat};
+use super::output::{self, Cell, Format, Headers, ListFormat};
 
 /// Show a workflow's results node by node, or one node's result.
 ///
@@ -14,10 +14,12 @@ use super::output::{self, Cell, Format, ListFormat};
 /// reporting Running, abandoned Error, and completed the phase its final report gave, else
 /// its exit code (0 Succeeded, any other Failed), else Error. STATE is the API's own.
 /// A workflow with no results in the namespace exits 3, as a node that does not exist.
+/// -o name prints result/NODE for each node.
 ///
 /// Examples:
 ///   argo-results get etl-x7k2p -n argo
-///   argo-results get etl-x7k2p -n argo -o wide
+///   argo-results get etl-x7k2p -n argo -o wide --no-headers
+///   argo-results get etl-x7k2p -n argo -o name
 ///   argo-results get etl-x7k2p etl-x7k2p-1529417052 -n argo -o yaml
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
@@ -39,8 +41,14 @@ pub struct GetArgs {
     output: ListFormat,
 
     #[command(flatten)]
+    headers: Headers,
+
+    #[command(flatten)]
     connection: Connection,
 }
+
+/// The kind `-o name` gives a node's result, and `watch -o name` a change's.
+pub const RESULT: &str = "result";
 
 /// Every page of the workflow, with the first page's summary and revision.
 pub async fn all_pages(
@@ -75,7 +83,7 @@ fn or_dash(value: &Option<String>) -> String {
 }
 
 /// One result as FIELD/VALUE rows; wide adds every other field.
-fn result_rows(result: &NodeResult, wide: bool) -> String {
+fn result_rows(result: &NodeResult, wide: bool, headers: Headers) -> String {
     let mut rows = vec![
         vec![Cell::from("node"), Cell::from(result.node_id.clone())],
         vec![
@@ -145,11 +153,11 @@ fn result_rows(result: &NodeResult, wide: bool) -> String {
             ],
         ]);
     }
-    output::table(&["FIELD", "VALUE"], rows)
+    output::table(&["FIELD", "VALUE"], rows, headers)
 }
 
 /// The nodes' table; wide adds the pod's UID, the revision and the message.
-fn nodes_table(items: &[NodeResult], wide: bool) -> String {
+fn nodes_table(items: &[NodeResult], wide: bool, headers: Headers) -> String {
     let mut header = vec![
         "NODE", "PHASE", "STATE", "PROGRESS", "OUTPUTS", "POD", "AGE",
     ];
@@ -178,7 +186,7 @@ fn nodes_table(items: &[NodeResult], wide: bool) -> String {
             row
         })
         .collect();
-    output::table(&header, rows)
+    output::table(&header, rows, headers)
 }
 
 pub async fn run(args: &GetArgs) -> Result<(), Failure> {
@@ -201,9 +209,9 @@ pub async fn run(args: &GetArgs) -> Result<(), Failure> {
             .call(|client| async move { client.get_result(ns, wf, node_id, uid).await })
             .await?;
         match args.output {
-            ListFormat::Table => result_rows(&result, false),
-            ListFormat::Wide => result_rows(&result, true),
-            ListFormat::Name => format!("{}\n", result.node_id),
+            ListFormat::Table => result_rows(&result, false, args.headers),
+            ListFormat::Wide => result_rows(&result, true, args.headers),
+            ListFormat::Name => output::names(RESULT, [result.node_id.as_str()]),
             ListFormat::Json => output::document(&result, Format::Json)?,
             ListFormat::Yaml => output::document(&result, Format::Yaml)?,
         }
@@ -216,13 +224,11 @@ pub async fn run(args: &GetArgs) -> Result<(), Failure> {
             )));
         }
         match args.output {
-            ListFormat::Table => nodes_table(&list.items, false),
-            ListFormat::Wide => nodes_table(&list.items, true),
-            ListFormat::Name => list
-                .items
-                .iter()
-                .map(|r| r.node_id.clone() + "\n")
-                .collect(),
+            ListFormat::Table => nodes_table(&list.items, false, args.headers),
+            ListFormat::Wide => nodes_table(&list.items, true, args.headers),
+            ListFormat::Name => {
+                output::names(RESULT, list.items.iter().map(|r| r.node_id.as_str()))
+            }
             ListFormat::Json => output::document(&list, Format::Json)?,
             ListFormat::Yaml => output::document(&list, Format::Yaml)?,
         }

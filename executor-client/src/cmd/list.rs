@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::connect::{Api, Connection, NamespacesArg};
 use super::failure::Failure;
 use super::get::all_pages;
-use super::output::{self, Cell, Format, ListFormat};
+use super::output::{self, Cell, Format, Headers, ListFormat};
 
 /// List the workflows that have results, each with its PHASE and a summary.
 ///
@@ -28,6 +28,7 @@ use super::output::{self, Cell, Format, ListFormat};
 /// Error or was abandoned, else Succeeded (a node's phase: argo-results get --help).
 /// RESULTS: the results that ended (completed or abandoned) of all.
 ///
+/// -o name prints workflow/NAME for each workflow (without its namespace, as kubectl's).
 /// A namespace with no results says "No results found in namespace NS." on stderr and
 /// exits 0, as kubectl does (with -o json or yaml: an empty items list; -o name: nothing).
 ///
@@ -35,6 +36,7 @@ use super::output::{self, Cell, Format, ListFormat};
 ///   argo-results list -n argo
 ///   argo-results list -A -o wide
 ///   argo-results list -n argo -o name
+///   argo-results list -n argo --no-headers
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct ListArgs {
@@ -43,6 +45,9 @@ pub struct ListArgs {
 
     #[arg(short, long, value_enum, default_value = "table")]
     output: ListFormat,
+
+    #[command(flatten)]
+    headers: Headers,
 
     #[command(flatten)]
     connection: Connection,
@@ -233,7 +238,7 @@ async fn row(api: &Api, key: WorkflowKey) -> Result<Option<WorkflowRow>, Failure
     }))
 }
 
-fn table(rows: &[WorkflowRow], all_namespaces: bool, wide: bool) -> String {
+fn table(rows: &[WorkflowRow], all_namespaces: bool, wide: bool, headers: Headers) -> String {
     let mut header = vec!["NAME", "PHASE", "RESULTS", "AGE"];
     if all_namespaces {
         header.insert(0, "NAMESPACE");
@@ -277,7 +282,7 @@ fn table(rows: &[WorkflowRow], all_namespaces: bool, wide: bool) -> String {
             cells
         })
         .collect();
-    output::table(&header, lines)
+    output::table(&header, lines, headers)
 }
 
 pub async fn run(args: &ListArgs) -> Result<(), Failure> {
@@ -313,9 +318,9 @@ pub async fn run(args: &ListArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let text = match args.output {
-        ListFormat::Table => table(&rows, all_namespaces, false),
-        ListFormat::Wide => table(&rows, all_namespaces, true),
-        ListFormat::Name => rows.iter().map(|row| row.workflow.clone() + "\n").collect(),
+        ListFormat::Table => table(&rows, all_namespaces, false, args.headers),
+        ListFormat::Wide => table(&rows, all_namespaces, true, args.headers),
+        ListFormat::Name => output::names("workflow", rows.iter().map(|r| r.workflow.as_str())),
         ListFormat::Json => output::document(&WorkflowList { items: rows }, Format::Json)?,
         ListFormat::Yaml => output::document(&WorkflowList { items: rows }, Format::Yaml)?,
     };

@@ -1,3 +1,4 @@
+pub mod completion;
 mod connect;
 pub mod failure;
 pub mod get;
@@ -8,6 +9,7 @@ pub mod report;
 pub mod runs;
 mod sequence;
 pub mod token;
+pub mod version;
 pub mod watch;
 pub mod whoami;
 mod yaml;

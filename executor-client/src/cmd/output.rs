@@ -17,7 +17,7 @@ pub enum Format {
     Yaml,
 }
 
-/// `-o` of `get` and `list`, as kubectl's.
+/// `-o` of the commands that list things (`get`, `list`, `runs`), as kubectl's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
     /// Aligned columns.
@@ -28,8 +28,31 @@ pub enum ListFormat {
     Json,
     /// The same as YAML.
     Yaml,
-    /// Only the names, one a line.
+    /// KIND/NAME, one a line, as kubectl's (result/NODE, workflow/NAME, run/WORKFLOW).
     Name,
+}
+
+/// `--no-headers`, as kubectl's, for a command that prints a table.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct Headers {
+    /// Print the table's rows without its header line, as kubectl's.
+    #[arg(long)]
+    pub no_headers: bool,
+}
+
+impl Headers {
+    /// Whether the header line is printed.
+    pub fn shown(self) -> bool {
+        !self.no_headers
+    }
+}
+
+/// `kind/name`, a line each, as kubectl's `-o name`.
+pub fn names<'a>(kind: &str, names: impl IntoIterator<Item = &'a str>) -> String {
+    names
+        .into_iter()
+        .map(|name| format!("{kind}/{name}\n"))
+        .collect()
 }
 
 /// Writes `text` to stdout; a closed stdout (`| head`) ends the command quietly.
@@ -137,20 +160,26 @@ fn line(cells: Vec<Cell>, widths: &[usize], colour: bool) -> String {
     line.trim_end().to_owned() + "\n"
 }
 
-/// Rows under a header, each column as wide as its widest cell.
-pub fn table(header: &[&str], rows: Vec<Vec<Cell>>) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+/// Rows under a header (`headers`: shown), each column as wide as its widest cell.
+pub fn table(header: &[&str], rows: Vec<Vec<Cell>>, headers: Headers) -> String {
+    let mut widths = vec![0; header.len()];
+    if headers.shown() {
+        widths = header.iter().map(|h| h.chars().count()).collect();
+    }
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.text.chars().count());
         }
     }
     let colour = colour();
-    let mut out = line(
-        header.iter().map(|h| Cell::from(*h)).collect(),
-        &widths,
-        colour,
-    );
+    let mut out = String::new();
+    if headers.shown() {
+        out = line(
+            header.iter().map(|h| Cell::from(*h)).collect(),
+            &widths,
+            colour,
+        );
+    }
     for row in rows {
         out.push_str(&line(row, &widths, colour));
     }
@@ -241,9 +270,32 @@ mod tests {
             vec![Cell::from("etl-1"), Cell::from("completed")],
             vec![Cell::from("etl-100"), Cell::from("expected")],
         ];
+        let shown = Headers { no_headers: false };
         assert_eq!(
-            table(&["NODE", "STATE"], rows),
+            table(&["NODE", "STATE"], rows.clone(), shown),
             "NODE      STATE\netl-1     completed\netl-100   expected\n"
         );
+        let hidden = Headers { no_headers: true };
+        assert_eq!(
+            table(&["NODE", "STATE"], rows, hidden),
+            "etl-1     completed\netl-100   expected\n"
+        );
+        assert_eq!(
+            table(
+                &["A-LONG-HEADER", "B"],
+                vec![vec![Cell::from("x"), Cell::from("y")]],
+                hidden
+            ),
+            "x   y\n"
+        );
+    }
+
+    #[test]
+    fn names_are_kind_slash_name() {
+        assert_eq!(
+            names("result", ["wf-1", "wf-2"]),
+            "result/wf-1\nresult/wf-2\n"
+        );
+        assert_eq!(names("workflow", []), "");
     }
 }

@@ -14,7 +14,7 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use super::connect::check_server_url;
+use super::connect::{TlsArgs, check_server_url};
 use super::failure::{Failure, explain};
 use super::sequence;
 
@@ -91,6 +91,9 @@ pub struct ReportArgs {
 
     #[arg(long, env = "ARGO_RESULTS_CA_FILE")]
     ca_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    tls: TlsArgs,
 
     /// [default: the token's kubernetes.io.namespace, else the pod's service-account
     /// namespace file; Argo sets no namespace variable]
@@ -290,9 +293,12 @@ pub async fn run(args: &ReportArgs) -> Result<(), Failure> {
     check_server_url(identity.server, "ARGO_RESULTS_URL or --server")?;
     let body = args.body(&identity)?;
     let namespace = args.namespace()?;
-    let client = Client::builder(identity.server)
+    let builder = Client::builder(identity.server)
         .token(TokenSource::File(args.token_file.clone()))
-        .ca_file(args.ca_file.clone())
+        .ca_file(args.ca_file.clone());
+    let client = args
+        .tls
+        .apply(builder, identity.server)
         .retry(RetryPolicy {
             deadline: args.deadline(),
         })

@@ -2,19 +2,27 @@
 //! tick by hand, as a controller does (docs/controller-integration.md, "Cron schedules").
 
 use argo_results_client::RunsOptions;
-use argo_results_client::proto::{Claim, ClaimRequest, ClaimState, SettleOutcome, SettleRequest};
+use argo_results_client::proto::{
+    Claim, ClaimList, ClaimRequest, ClaimState, SettleOutcome, SettleRequest,
+};
 use clap::{ArgGroup, Args, Subcommand};
 
 use super::connect::{Connection, NamespaceArg};
 use super::failure::Failure;
-use super::output::{self, Cell, Format};
+use super::output::{self, Cell, Format, Headers, ListFormat};
 
 /// List a cron workflow's claimed ticks, newest first, or claim or settle one.
 ///
-/// A cron workflow with no claimed tick says so on stderr and exits 0.
+/// The table opens with the newest settled tick (last scheduled), a line --no-headers
+/// leaves out with the header. -o wide adds the cron workflow's UID, when the lease
+/// expires and when the tick was settled; -o name prints run/WORKFLOW, the name of the
+/// workflow of each tick. A cron workflow with no claimed tick says so on stderr and
+/// exits 0 (-o json or yaml: an empty items list; -o name: nothing).
 ///
 /// Examples:
 ///   argo-results runs nightly -n argo
+///   argo-results runs nightly -n argo -o wide
+///   argo-results runs nightly -n argo -o name
 ///   argo-results runs claim nightly -n argo --cron-workflow-uid 8e2a6f0c \
 ///     --scheduled-time 2026-11-29T17:00:00Z --lease-seconds 60
 ///   argo-results runs settle nightly -n argo --cron-workflow-uid 8e2a6f0c \
@@ -61,7 +69,10 @@ struct ListArgs {
     continue_token: Option<String>,
 
     #[arg(short, long, value_enum, default_value = "table")]
-    output: Format,
+    output: ListFormat,
+
+    #[command(flatten)]
+    headers: Headers,
 
     #[command(flatten)]
     connection: Connection,
@@ -104,6 +115,9 @@ struct ClaimArgs {
     output: Format,
 
     #[command(flatten)]
+    headers: Headers,
+
+    #[command(flatten)]
     connection: Connection,
 }
 
@@ -128,6 +142,9 @@ struct SettleArgs {
 
     #[arg(short, long, value_enum, default_value = "table")]
     output: Format,
+
+    #[command(flatten)]
+    headers: Headers,
 
     #[command(flatten)]
     connection: Connection,
@@ -184,43 +201,72 @@ async fn list(args: &ListArgs) -> Result<(), Failure> {
         .api()?
         .call(|client| async move { client.runs(ns, cron, options).await })
         .await?;
+    let tabled = matches!(args.output, ListFormat::Table | ListFormat::Wide);
+    if tabled && page.items.is_empty() {
+        eprintln!("No claimed runs found for cron workflow {name} in namespace {namespace}.");
+        return Ok(());
+    }
     let text = match args.output {
-        Format::Table if page.items.is_empty() => {
-            eprintln!("No claimed runs found for cron workflow {name} in namespace {namespace}.");
-            return Ok(());
-        }
-        Format::Table => {
-            let rows = page
-                .items
-                .iter()
-                .map(|claim| {
-                    vec![
-                        Cell::from(claim.scheduled_time.clone()),
-                        state_cell(claim),
-                        Cell::from(claim.workflow_name.clone()),
-                        Cell::from(output::age(&claim.claimed_at)),
-                        Cell::from(detail(claim)),
-                    ]
-                })
-                .collect();
-            let last = page.last_scheduled_time.as_deref().unwrap_or("none");
-            format!("last scheduled (settled): {last}\n")
-                + &output::table(
-                    &["SCHEDULED", "STATE", "WORKFLOW", "CLAIMED", "DETAIL"],
-                    rows,
-                )
-        }
-        format => output::document(&page, format)?,
+        ListFormat::Table => runs_table(&page, false, args.headers),
+        ListFormat::Wide => runs_table(&page, true, args.headers),
+        ListFormat::Name => output::names(
+            RUN,
+            page.items.iter().map(|claim| claim.workflow_name.as_str()),
+        ),
+        ListFormat::Json => output::document(&page, Format::Json)?,
+        ListFormat::Yaml => output::document(&page, Format::Yaml)?,
     };
     output::emit(&text)?;
-    if let (Format::Table, Some(token)) = (args.output, &page.continue_token) {
+    // JSON and YAML carry the token in the page itself.
+    let documented = matches!(args.output, ListFormat::Json | ListFormat::Yaml);
+    if let (false, Some(token)) = (documented, &page.continue_token) {
         eprintln!("more: argo-results runs {name} -n {namespace} --continue {token}");
     }
     Ok(())
 }
 
+/// The kind of `-o name`: a run is named by the workflow of its tick.
+const RUN: &str = "run";
+
+/// The ticks' table under the newest settled tick; wide adds the cron workflow's UID, the
+/// lease's end and when the tick was settled, before DETAIL.
+fn runs_table(page: &ClaimList, wide: bool, headers: Headers) -> String {
+    let mut header = vec!["SCHEDULED", "STATE", "WORKFLOW", "CLAIMED"];
+    if wide {
+        header.extend(["CRONWORKFLOW UID", "LEASE EXPIRES", "SETTLED"]);
+    }
+    header.push("DETAIL");
+    let rows = page
+        .items
+        .iter()
+        .map(|claim| {
+            let mut row = vec![
+                Cell::from(claim.scheduled_time.clone()),
+                state_cell(claim),
+                Cell::from(claim.workflow_name.clone()),
+                Cell::from(output::age(&claim.claimed_at)),
+            ];
+            if wide {
+                row.extend([
+                    Cell::from(claim.cron_workflow_uid.clone()),
+                    Cell::from(claim.lease_expires_at.clone()),
+                    Cell::from(claim.settled_at.as_deref().map_or("-".into(), output::age)),
+                ]);
+            }
+            row.push(Cell::from(detail(claim)));
+            row
+        })
+        .collect();
+    let table = output::table(&header, rows, headers);
+    if !headers.shown() {
+        return table;
+    }
+    let last = page.last_scheduled_time.as_deref().unwrap_or("none");
+    format!("last scheduled (settled): {last}\n") + &table
+}
+
 /// A claim as FIELD/VALUE rows, or as a document.
-fn show(claim: &Claim, format: Format) -> Result<(), Failure> {
+fn show(claim: &Claim, format: Format, headers: Headers) -> Result<(), Failure> {
     let text = match format {
         Format::Table => {
             let or_dash = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".into());
@@ -248,7 +294,7 @@ fn show(claim: &Claim, format: Format) -> Result<(), Failure> {
                 ],
                 vec![Cell::from("detail"), Cell::from(detail(claim))],
             ];
-            output::table(&["FIELD", "VALUE"], rows)
+            output::table(&["FIELD", "VALUE"], rows, headers)
         }
         format => output::document(claim, format)?,
     };
@@ -289,7 +335,7 @@ async fn claim(args: &ClaimArgs) -> Result<(), Failure> {
         .api()?
         .call(|client| async move { client.claim(ns, cron, request).await })
         .await?;
-    show(&claim, args.output)
+    show(&claim, args.output, args.headers)
 }
 
 async fn settle(args: &SettleArgs) -> Result<(), Failure> {
@@ -312,7 +358,7 @@ async fn settle(args: &SettleArgs) -> Result<(), Failure> {
         .api()?
         .call(|client| async move { client.settle(ns, cron, request).await })
         .await?;
-    show(&claim, args.output)
+    show(&claim, args.output, args.headers)
 }
 
 #[cfg(test)]

@@ -9,15 +9,21 @@ use futures_util::StreamExt;
 
 use super::connect::{Connection, NamespacesArg};
 use super::failure::Failure;
-use super::output::{self, Cell};
+use super::get::RESULT;
+use super::output::{self, Cell, Headers};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WatchFormat {
+    /// A row per change.
     Table,
+    /// The table with the workflow's UID and the pod.
+    Wide,
     /// One change per line.
     Json,
     /// One YAML document per change, `---` between them, as kubectl's watch.
     Yaml,
+    /// result/NODE of each change, one a line, as kubectl's watch -o name.
+    Name,
 }
 
 /// Follow every change from a revision on, in commit order, until interrupted.
@@ -29,6 +35,7 @@ pub enum WatchFormat {
 ///   argo-results watch -n argo
 ///   argo-results watch -A --since 1042 -o json
 ///   argo-results watch -n argo -o yaml
+///   argo-results watch -n argo -o name
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct WatchArgs {
@@ -43,24 +50,35 @@ pub struct WatchArgs {
     output: WatchFormat,
 
     #[command(flatten)]
+    headers: Headers,
+
+    #[command(flatten)]
     connection: Connection,
 }
 
 /// A streamed table cannot measure its columns first; these widths fit typical names
-/// (NAMESPACE only with -A).
-const WIDTHS: [usize; 7] = [16, 10, 9, 30, 36, 9, 10];
+/// (NAMESPACE only with -A; the last two with -o wide).
+const WIDTHS: [usize; 9] = [16, 10, 9, 30, 36, 9, 10, 36, 0];
 
-/// A row of the streamed table, its NAMESPACE cell dropped unless every namespace shows.
-fn row(mut cells: Vec<Cell>, all_namespaces: bool) -> String {
+/// The columns of the table without -o wide.
+const COLUMNS: usize = 7;
+
+/// A row of the streamed table, its NAMESPACE cell dropped unless every namespace shows
+/// and its wide cells unless `wide`.
+fn row(mut cells: Vec<Cell>, all_namespaces: bool, wide: bool) -> String {
+    if !wide {
+        cells.truncate(COLUMNS);
+    }
+    let widths = &WIDTHS[..cells.len()];
     if all_namespaces {
-        output::stream_row(cells, &WIDTHS)
+        output::stream_row(cells, widths)
     } else {
         cells.remove(0);
-        output::stream_row(cells, &WIDTHS[1..])
+        output::stream_row(cells, &widths[1..])
     }
 }
 
-fn change_row(item: &FeedItem, all_namespaces: bool) -> String {
+fn change_row(item: &FeedItem, all_namespaces: bool, wide: bool) -> String {
     let cells = match item {
         FeedItem::Upserted { revision, result } => vec![
             Cell::from(result.namespace.clone()),
@@ -70,11 +88,14 @@ fn change_row(item: &FeedItem, all_namespaces: bool) -> String {
             Cell::from(result.node_id.clone()),
             output::phase_cell(output::phase(result)),
             output::state_cell(result.state),
+            Cell::from(result.workflow_uid.clone()),
+            Cell::from(result.pod_name.clone().unwrap_or_else(|| "-".into())),
         ],
         FeedItem::Deleted {
             revision,
             namespace,
             workflow,
+            workflow_uid,
             node_id,
             ..
         } => vec![
@@ -85,9 +106,19 @@ fn change_row(item: &FeedItem, all_namespaces: bool) -> String {
             Cell::from(node_id.clone()),
             Cell::from("-"),
             Cell::from("-"),
+            Cell::from(workflow_uid.clone()),
+            Cell::from("-"),
         ],
     };
-    row(cells, all_namespaces)
+    row(cells, all_namespaces, wide)
+}
+
+/// The node a change is of.
+fn node_id(item: &FeedItem) -> &str {
+    match item {
+        FeedItem::Upserted { result, .. } => &result.node_id,
+        FeedItem::Deleted { node_id, .. } => node_id,
+    }
 }
 
 /// One change as the output format prints it.
@@ -98,7 +129,9 @@ fn change(
     first: bool,
 ) -> Result<String, Failure> {
     Ok(match format {
-        WatchFormat::Table => change_row(item, all_namespaces),
+        WatchFormat::Table => change_row(item, all_namespaces, false),
+        WatchFormat::Wide => change_row(item, all_namespaces, true),
+        WatchFormat::Name => output::names(RESULT, [node_id(item)]),
         WatchFormat::Json => {
             serde_json::to_string(item).map_err(|e| Failure::Other(e.to_string()))? + "\n"
         }
@@ -136,7 +169,8 @@ pub async fn run(args: &WatchArgs) -> Result<(), Failure> {
     }
     // Then without a deadline: a watch outlives restarts of the server.
     let client = args.connection.client_until(None)?;
-    if args.output == WatchFormat::Table {
+    let wide = args.output == WatchFormat::Wide;
+    if matches!(args.output, WatchFormat::Table | WatchFormat::Wide) && args.headers.shown() {
         let header = [
             "NAMESPACE",
             "REVISION",
@@ -145,8 +179,10 @@ pub async fn run(args: &WatchArgs) -> Result<(), Failure> {
             "NODE",
             "PHASE",
             "STATE",
+            "UID",
+            "POD",
         ];
-        output::emit(&row(header.map(Cell::from).to_vec(), all_namespaces))?;
+        output::emit(&row(header.map(Cell::from).to_vec(), all_namespaces, wide))?;
     }
     let mut first = true;
     let mut events = pin!(client.watch(options));

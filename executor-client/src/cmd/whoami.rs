@@ -4,7 +4,7 @@ use clap::Args;
 
 use super::connect::Connection;
 use super::failure::Failure;
-use super::output::{self, Cell, Format};
+use super::output::{self, Cell, Format, Headers};
 
 /// Show the subject, namespace, pod and roles the server sees in your token.
 ///
@@ -15,6 +15,9 @@ use super::output::{self, Cell, Format};
 pub struct WhoamiArgs {
     #[arg(short, long, value_enum, default_value = "table")]
     output: Format,
+
+    #[command(flatten)]
+    headers: Headers,
 
     #[command(flatten)]
     connection: Connection,
@@ -53,7 +56,7 @@ pub async fn run(args: &WhoamiArgs) -> Result<(), Failure> {
                     }),
                 ],
             ];
-            output::table(&["FIELD", "VALUE"], rows)
+            output::table(&["FIELD", "VALUE"], rows, args.headers)
         }
         format => output::document(&me, format)?,
     };

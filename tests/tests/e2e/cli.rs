@@ -574,11 +574,23 @@ async fn report_rereads_the_token_file_before_each_attempt(backend: Backend) {
 async fn tls_server(backend: Backend, dir: &Path) -> (TestServer, PathBuf) {
     let ca = TestCa::new("argo-results CLI test CA");
     let cert = ca.server_cert();
+    serve_tls(backend, dir, &ca.pem(), &cert.cert_pem, &cert.key_pem).await
+}
+
+/// A server on `backend` serving HTTPS with `cert_pem` and `key_pem`, and the file of the
+/// CA `ca_pem` (in `dir`).
+async fn serve_tls(
+    backend: Backend,
+    dir: &Path,
+    ca_pem: &str,
+    cert_pem: &str,
+    key_pem: &str,
+) -> (TestServer, PathBuf) {
     let (cert_file, key_file, ca_file) =
         (dir.join("tls.crt"), dir.join("tls.key"), dir.join("ca.crt"));
-    std::fs::write(&cert_file, &cert.cert_pem).expect("cert");
-    std::fs::write(&key_file, &cert.key_pem).expect("key");
-    std::fs::write(&ca_file, ca.pem()).expect("ca");
+    std::fs::write(&cert_file, cert_pem).expect("cert");
+    std::fs::write(&key_file, key_pem).expect("key");
+    std::fs::write(&ca_file, ca_pem).expect("ca");
     let server = TestServer::builder(backend)
         .flags(&[
             "--tls-cert",
@@ -589,6 +601,22 @@ async fn tls_server(backend: Backend, dir: &Path) -> (TestServer, PathBuf) {
         .start()
         .await;
     (server, ca_file)
+}
+
+/// A CA and a certificate it issued for the DNS name `name` alone, no address (as a
+/// Service's certificate), in PEM: the CA's, the certificate's and its key's.
+fn certificate_for(name: &str) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("CA key"))
+        .expect("CA certificate");
+    let key = KeyPair::generate().expect("server key");
+    let cert = CertificateParams::new(vec![name.to_owned()])
+        .expect("server params")
+        .signed_by(&key, &issuer)
+        .expect("server certificate");
+    (issuer.pem(), cert.pem(), key.serialize_pem())
 }
 
 async fn report_trusts_the_ca_file_for_tls(backend: Backend) {
@@ -762,8 +790,16 @@ async fn get_prints_tables_json_and_yaml(backend: Backend) {
     );
 
     let names = run(admin(&server, &["get", WF, "-n", NS, "-o", "name"])).await;
-    let expected: String = (1..=4).map(|i| step(i).node_id + "\n").collect();
+    let expected: String = (1..=4)
+        .map(|i| format!("result/{}\n", step(i).node_id))
+        .collect();
     assert_eq!(stdout(&names), expected);
+    let one_name = run(admin(
+        &server,
+        &["get", WF, &step(2).node_id, "-n", NS, "-o", "name"],
+    ))
+    .await;
+    assert_eq!(stdout(&one_name), format!("result/{}\n", step(2).node_id));
 
     let json = run(admin(&server, &["get", WF, "-n", NS, "-o", "json"])).await;
     let list: ResultList = serde_json::from_slice(&json.stdout).expect("a result list");
@@ -876,7 +912,10 @@ async fn list_shows_each_workflow_with_its_phase_and_summary(backend: Backend) {
     assert!(line_of(&wide, WF).contains(UID), "{wide}");
 
     let names = run(admin(&server, &["list", "-n", NS, "-o", "name"])).await;
-    assert_eq!(stdout(&names), format!("{WF}\nother-wf\n"));
+    assert_eq!(
+        stdout(&names),
+        format!("workflow/{WF}\nworkflow/other-wf\n")
+    );
 
     let json = run(admin(&server, &["list", "-n", NS, "-o", "json"])).await;
     let list: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
@@ -939,7 +978,7 @@ async fn list_reads_the_history_the_server_kept() {
     register_in(&server, NS, "new-wf", "uid-new").await;
     let listed = run(admin(&server, &["list", "-n", NS, "-o", "name"])).await;
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
-    assert_eq!(stdout(&listed), "new-wf\n");
+    assert_eq!(stdout(&listed), "workflow/new-wf\n");
     let old = run(admin(&server, &["get", WF, "-n", NS, "-o", "name"])).await;
     assert_eq!(old.status.code(), Some(0), "{}", stderr(&old));
     assert_eq!(stdout(&old).lines().count(), 20);
@@ -1029,7 +1068,7 @@ async fn the_namespace_defaults_to_the_current_kubeconfig_context() {
 
     let mut listed = admin(&server, &["list", "-o", "name"]);
     listed.env("KUBECONFIG", argo_path);
-    assert_eq!(stdout(&run(listed).await), format!("{WF}\n"));
+    assert_eq!(stdout(&run(listed).await), format!("workflow/{WF}\n"));
 }
 
 /// `command`'s output, checked: its exit code, each of `needles` on stderr, and that it
@@ -1260,6 +1299,27 @@ async fn watch_prints_yaml_documents_and_keeps_to_its_namespace() {
         ]
     );
 
+    // Wide adds the workflow's UID and the pod; --no-headers drops the header line.
+    let (mut wide, mut reader) = spawn(&["watch", "-A", "-o", "wide", "--no-headers"]);
+    let text = read_until(&mut reader, |text| text.lines().count() == 3).await;
+    wide.kill().await.expect("kill");
+    assert!(!text.contains("NAMESPACE"), "{text}");
+    let prod: Vec<&str> = line_of(&text, "prod").split_whitespace().collect();
+    assert_eq!(
+        prod[5..],
+        ["Pending", "expected", "uid-prod", "prod-wf-main-1"],
+        "{text}"
+    );
+
+    // -o name: result/NODE of each change, as kubectl's watch -o name.
+    let (mut names, mut reader) = spawn(&["watch", "-n", NS, "-o", "name"]);
+    let text = read_until(&mut reader, |text| text.lines().count() == 2).await;
+    names.kill().await.expect("kill");
+    assert_eq!(
+        text,
+        format!("result/{}\nresult/{}\n", step(0).node_id, step(1).node_id)
+    );
+
     // The reader goes away after the first change; the next change ends the watch.
     let (mut closed, mut reader) = spawn(&["watch", "-n", NS, "-o", "json"]);
     read_until(&mut reader, |text| !text.is_empty()).await;
@@ -1302,7 +1362,303 @@ async fn the_top_level_help_documents_the_namespace_and_every_exit_code() {
         "  list ",
         "-A/--all-namespaces",
         "NAMESPACE/NAME",
+        "-o wide|name|json|yaml",
+        "--no-headers",
+        "--tls-server-name NAME",
+        "--insecure-skip-tls-verify",
+        "  version ",
+        "  completion ",
     ] {
         assert!(help.contains(needle), "{needle:?} in\n{help}");
     }
+    // Each command that calls the server takes kubectl's TLS flags and their variables.
+    for command in [
+        "get", "list", "watch", "runs", "whoami", "version", "report",
+    ] {
+        let output = run(bare(&[command, "--help"])).await;
+        let help = stdout(&output);
+        for needle in [
+            "--tls-server-name <NAME>",
+            "ARGO_RESULTS_TLS_SERVER_NAME",
+            "--insecure-skip-tls-verify",
+            "ARGO_RESULTS_INSECURE_SKIP_TLS_VERIFY",
+        ] {
+            assert!(
+                help.contains(needle),
+                "{needle:?} in {command} --help:\n{help}"
+            );
+        }
+    }
+}
+
+/// kubectl's `--tls-server-name` and `--insecure-skip-tls-verify`, against a server dialled
+/// by address (as through `kubectl port-forward`) whose certificate names one DNS name.
+/// Without the name the certificate is refused at once (exit 4), the message naming the
+/// flag; with it (or its variable) the server is trusted, the wait container's `report`
+/// too; a name it was not issued for, or no CA, still fails. Skipping verification needs
+/// no CA and says once on stderr that the connection is not verified.
+#[tokio::test]
+async fn tls_server_name_and_insecure_skip_tls_verify_as_kubectl() {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let name = "argo-results.argo.svc";
+    let (ca, cert, key) = certificate_for(name);
+    let (server, ca_file) = serve_tls(Backend::Sqlite, dir.path(), &ca, &cert, &key).await;
+    let url = server.url().to_owned();
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let ca_path = ca_file.to_str().expect("path");
+    let whoami = |more: &[&str]| admin(&server, &[&["whoami"], more].concat());
+
+    let other_name = format!("the TLS certificate of {url} was issued for another name");
+    fails_at_once(
+        whoami(&["--ca-file", ca_path]),
+        4,
+        &[&other_name, "--tls-server-name NAME"],
+    )
+    .await;
+    let named = run(whoami(&["--ca-file", ca_path, "--tls-server-name", name])).await;
+    assert_eq!(named.status.code(), Some(0), "{}", stderr(&named));
+    assert!(stdout(&named).contains(READER), "{}", stdout(&named));
+    assert_eq!(stderr(&named), "");
+
+    let mut by_env = admin(&server, &["list", "-n", NS]);
+    by_env
+        .env("ARGO_RESULTS_CA_FILE", &ca_file)
+        .env("ARGO_RESULTS_TLS_SERVER_NAME", name);
+    let listed = run(by_env).await;
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+
+    let s = step(1);
+    let mut reporting = wait_container(&url, &token_file(dir.path(), &s), &s);
+    reporting
+        .env("ARGO_RESULTS_CA_FILE", &ca_file)
+        .env("ARGO_RESULTS_TLS_SERVER_NAME", name)
+        .args(["report", "--final", "--timeout", "30s"]);
+    let reported = run(reporting).await;
+    assert_eq!(reported.status.code(), Some(0), "{}", stderr(&reported));
+    assert_eq!(server.count("SELECT COUNT(*) FROM results").await, 1);
+
+    fails_at_once(
+        whoami(&["--ca-file", ca_path, "--tls-server-name", "other.argo.svc"]),
+        4,
+        &[&other_name],
+    )
+    .await;
+    fails_at_once(
+        whoami(&["--tls-server-name", name]),
+        4,
+        &["is not trusted", "--ca-file"],
+    )
+    .await;
+    let plain = format!("http://{}", server.address());
+    fails_at_once(
+        whoami(&["--server", &plain, "--tls-server-name", name]),
+        2,
+        &["--tls-server-name", "https:// server URL only"],
+    )
+    .await;
+    fails_at_once(
+        whoami(&["--tls-server-name", "127.0.0.1"]),
+        2,
+        &["is an IP address"],
+    )
+    .await;
+
+    let warning = "--insecure-skip-tls-verify: the server's certificate is not verified";
+    let insecure = run(whoami(&["--insecure-skip-tls-verify"])).await;
+    assert_eq!(insecure.status.code(), Some(0), "{}", stderr(&insecure));
+    assert!(stdout(&insecure).contains(READER), "{}", stdout(&insecure));
+    assert_eq!(
+        stderr(&insecure).matches(warning).count(),
+        1,
+        "{}",
+        stderr(&insecure)
+    );
+    assert!(
+        stderr(&insecure).contains("not secure"),
+        "{}",
+        stderr(&insecure)
+    );
+    for (value, code) in [("true", 0), ("false", 4), ("maybe", 2)] {
+        let mut by_env = admin(&server, &["get", WF, "-n", NS]);
+        by_env.env("ARGO_RESULTS_INSECURE_SKIP_TLS_VERIFY", value);
+        let output = run(by_env).await;
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{value}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            stderr(&output).contains(warning),
+            code == 0,
+            "{}",
+            stderr(&output)
+        );
+    }
+}
+
+/// `argo-results` alone, with no environment.
+fn bare(args: &[&str]) -> Command {
+    let mut command = Command::new(binary("argo-results"));
+    command.env_clear().args(args).kill_on_drop(true);
+    command
+}
+
+/// `completion` prints a script for bash, zsh and fish that names the commands and
+/// flags; bash reads its own without a syntax error.
+#[tokio::test]
+async fn completion_prints_a_script_for_each_shell() {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    for shell in ["bash", "zsh", "fish"] {
+        let output = run(bare(&["completion", shell])).await;
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{shell}: {}",
+            stderr(&output)
+        );
+        let script = stdout(&output);
+        // Fish names a long flag without its dashes (`-l no-headers`).
+        for needle in ["argo-results", "whoami", "tls-server-name", "no-headers"] {
+            assert!(script.contains(needle), "{needle} in the {shell} script");
+        }
+        if shell == "bash" {
+            let file = dir.path().join("argo-results.bash");
+            std::fs::write(&file, &script).expect("script");
+            let checked = run({
+                let mut bash = Command::new("bash");
+                bash.arg("-n").arg(&file);
+                bash
+            })
+            .await;
+            assert!(checked.status.success(), "bash -n: {}", stderr(&checked));
+        }
+    }
+    let unknown = run(bare(&["completion", "tcsh"])).await;
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+}
+
+/// `version` prints the client's version, then the server's from `GET /version`, which
+/// needs no token, as `kubectl version` does; `--client` asks no server; `-o json|yaml`
+/// prints both as one object. A server that cannot be reached still gets the client's
+/// line, then fails at once with exit 4.
+#[tokio::test]
+async fn version_prints_the_client_and_the_server() {
+    use argo_results_client::proto::PROTOCOL_VERSION;
+    let release = env!("CARGO_PKG_VERSION");
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let version = |more: &[&str]| admin(&server, &[&["version"], more].concat());
+    let client_line = format!("Client Version: {release}\n");
+
+    // A token file that cannot be read: no token is needed, none is read.
+    let missing = server.dir.path().join("no-such-token");
+    let both = run(version(&["--token-file", missing.to_str().expect("path")])).await;
+    assert_eq!(both.status.code(), Some(0), "{}", stderr(&both));
+    assert_eq!(
+        stdout(&both),
+        format!("{client_line}Server Version: {release} (protocol {PROTOCOL_VERSION})\n")
+    );
+    assert_eq!(stderr(&both), "");
+
+    let one = serde_json::json!({"version": release, "protocolVersion": PROTOCOL_VERSION});
+    let json = run(version(&["-o", "json"])).await;
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let object: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(
+        object,
+        serde_json::json!({"clientVersion": one, "serverVersion": one})
+    );
+    let yaml = stdout(&run(version(&["-o", "yaml"])).await);
+    let document = format!("  protocolVersion: {PROTOCOL_VERSION}\n  version: \"{release}\"\n");
+    assert_eq!(
+        yaml,
+        format!("clientVersion:\n{document}serverVersion:\n{document}")
+    );
+
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let mut client_only = version(&["--client"]);
+    client_only.env("ARGO_RESULTS_URL", &closed);
+    let client_only = run(client_only).await;
+    assert_eq!(
+        client_only.status.code(),
+        Some(0),
+        "{}",
+        stderr(&client_only)
+    );
+    assert_eq!(stdout(&client_only), client_line);
+    let mut client_json = version(&["--client", "-o", "json"]);
+    client_json.env("ARGO_RESULTS_URL", &closed);
+    let client_json: serde_json::Value =
+        serde_json::from_slice(&run(client_json).await.stdout).expect("JSON");
+    assert_eq!(client_json, serde_json::json!({"clientVersion": one}));
+
+    let unreachable = || {
+        let mut command = version(&[]);
+        command.env("ARGO_RESULTS_URL", &closed);
+        command
+    };
+    fails_at_once(
+        unreachable(),
+        4,
+        &["connection refused", &format!("connect to {closed}")],
+    )
+    .await;
+    assert_eq!(stdout(&run(unreachable()).await), client_line);
+    let mut unreachable_json = unreachable();
+    unreachable_json.args(["-o", "json"]);
+    let unreachable_json = run(unreachable_json).await;
+    assert_eq!(unreachable_json.status.code(), Some(4));
+    let partial: serde_json::Value =
+        serde_json::from_slice(&unreachable_json.stdout).expect("JSON");
+    assert_eq!(partial, serde_json::json!({"clientVersion": one}));
+}
+
+/// `--no-headers` leaves out the header line of every table, the FIELD/VALUE tables of
+/// one object too, as kubectl's; the rows stay aligned among themselves.
+#[tokio::test]
+async fn no_headers_prints_only_the_rows() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    server.complete(&step(1), 1).await;
+    server.register(&step(2)).await;
+
+    let get = run(admin(&server, &["get", WF, "-n", NS, "--no-headers"])).await;
+    assert_eq!(get.status.code(), Some(0), "{}", stderr(&get));
+    let text = stdout(&get);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with(&format!("{}   Error", step(1).node_id)),
+        "{text}"
+    );
+    assert!(!text.contains("NODE"), "{text}");
+    let wide = stdout(
+        &run(admin(
+            &server,
+            &["get", WF, "-n", NS, "-o", "wide", "--no-headers"],
+        ))
+        .await,
+    );
+    assert_eq!(wide.lines().count(), 2, "{wide}");
+    assert!(
+        line_of(&wide, &step(2).node_id).contains(&step(2).pod_uid),
+        "{wide}"
+    );
+
+    let one = stdout(
+        &run(admin(
+            &server,
+            &["get", WF, &step(1).node_id, "-n", NS, "--no-headers"],
+        ))
+        .await,
+    );
+    assert!(one.starts_with("node "), "{one}");
+    assert!(!one.contains("FIELD"), "{one}");
+
+    let list = stdout(&run(admin(&server, &["list", "-A", "--no-headers"])).await);
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(list.starts_with(&format!("{NS} ")), "{list}");
+
+    let whoami = stdout(&run(admin(&server, &["whoami", "--no-headers"])).await);
+    assert!(whoami.starts_with("subject "), "{whoami}");
+    assert!(!whoami.contains("FIELD"), "{whoami}");
 }

@@ -128,6 +128,31 @@ async fn runs_claims_settles_and_lists_page_by_page(backend: Backend) {
     );
     assert!(lines[3].ends_with("workflow uid wf-uid-1"), "{lines:?}");
 
+    // -o name: run/WORKFLOW, each tick named by its workflow, as kubectl's KIND/NAME.
+    let names = cli(&server, &["runs", "nightly", "-n", "argo", "-o", "name"]).await;
+    assert!(names.status.success(), "{}", stderr(&names));
+    assert_eq!(
+        stdout(&names),
+        "run/nightly-1795975200\nrun/nightly-1795971600\n"
+    );
+    // -o wide adds the incarnation, the lease's end and the settling, DETAIL still last.
+    let wide = stdout(&cli(&server, &["runs", "nightly", "-n", "argo", "-o", "wide"]).await);
+    let lines: Vec<&str> = wide.lines().collect();
+    for column in ["CRONWORKFLOW UID", "LEASE EXPIRES", "SETTLED"] {
+        assert!(lines[1].contains(column), "{wide}");
+    }
+    assert!(lines[1].ends_with("DETAIL"), "{wide}");
+    assert!(lines[3].contains("   8e2a6f0c-cron   "), "{wide}");
+    assert!(lines[3].ends_with("workflow uid wf-uid-1"), "{wide}");
+    // --no-headers: the rows alone, without the last scheduled tick's line.
+    let rows = stdout(&cli(&server, &["runs", "nightly", "-n", "argo", "--no-headers"]).await);
+    let lines: Vec<&str> = rows.lines().collect();
+    assert_eq!(lines.len(), 2, "{rows}");
+    assert!(
+        lines[0].starts_with("2026-11-29T18:00:00Z   claimed"),
+        "{rows}"
+    );
+
     // One page at a time, the next one named on stderr; `claims` still works.
     let first = cli(&server, &["runs", "nightly", "-n", "argo", "--limit", "1"]).await;
     assert_eq!(stdout(&first).lines().count(), 3, "{}", stdout(&first));
@@ -225,6 +250,12 @@ async fn runs_takes_the_old_namespace_slash_name_form_with_a_note(backend: Backe
     assert_eq!(
         stderr(&empty),
         "No claimed runs found for cron workflow nightly in namespace argo.\n"
+    );
+    let no_names = cli(&server, &["runs", "nightly", "-n", "argo", "-o", "name"]).await;
+    assert_eq!(no_names.status.code(), Some(0), "{}", stderr(&no_names));
+    assert_eq!(
+        (stdout(&no_names), stderr(&no_names)),
+        (String::new(), String::new())
     );
 
     let claimed = cli(
