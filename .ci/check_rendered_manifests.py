@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
 
 import yaml
 import kubernetes_validate
@@ -208,7 +209,12 @@ SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 CNPG_FIELDS = {
     "": {"apiVersion", "kind", "metadata", "spec"},
     "metadata": {"name", "namespace", "labels", "annotations"},
-    "spec": {"instances", "storage", "bootstrap", "backup"},
+    "spec": {"instances", "imageName", "resources", "postgresql", "primaryUpdateStrategy", "primaryUpdateMethod",
+             "enableSuperuserAccess", "storage", "bootstrap", "backup"},
+    "spec.resources": {"requests", "limits"},
+    "spec.resources.requests": {"cpu", "memory"},
+    "spec.resources.limits": {"cpu", "memory"},
+    "spec.postgresql": {"parameters"},
     "spec.storage": {"size", "storageClass"},
     "spec.bootstrap": {"initdb"},
     "spec.bootstrap.initdb": {"database", "owner", "secret"},
@@ -228,6 +234,22 @@ CNPG_WAL_COMPRESSION = {"bzip2", "gzip", "lz4", "snappy", "xz", "zstd"}
 CNPG_DATA_COMPRESSION = {"bzip2", "gzip", "lz4", "snappy"}
 CNPG_BACKUP_TARGETS = {"primary", "prefer-standby"}
 CNPG_RETENTION = re.compile(r"^[1-9][0-9]*[dwm]$")
+CNPG_UPDATE_STRATEGIES = {"unsupervised", "supervised"}
+CNPG_UPDATE_METHODS = {"switchover", "restart"}
+# imageName pinned to a minor: the tag starts with MAJOR.MINOR, which is how CloudNativePG
+# reads the major from it (docs/src/container_images.md, "Image Tag Requirements"), then
+# optionally a flavour, and optionally a digest. A bare major (`18`) or `latest` moves.
+CNPG_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*?:(?P<major>[0-9]+)\.[0-9]+(?P<rest>[-._][A-Za-z0-9._-]*)?"
+                        r"(@sha256:[0-9a-f]{64})?$")
+# The flavours of cloudnative-pg/postgres-containers without barman-cloud, which the
+# in-core spec.backup.barmanObjectStore runs inside the instances.
+CNPG_IMAGE_WITHOUT_BARMAN = re.compile(r"[-._](minimal|standard)([-._]|$)")
+CPU = re.compile(r"^([0-9]+(\.[0-9]+)?)(m?)$")
+MEMORY_UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+                "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+# Postgres' memory units for shared_buffers (kB, MB, GB, TB; 1024-based).
+PG_MEMORY = re.compile(r"^([0-9]+)\s*(kB|MB|GB|TB)$")
+PG_MEMORY_UNITS = {"kB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}
 S3_DESTINATION = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?$")
 URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 
@@ -292,6 +314,63 @@ def cnpg_backup_problems(backup):
     return problems
 
 
+def cpu_cores(value):
+    """A CPU quantity (1, 0.5, 500m) in cores, or None."""
+    m = CPU.match(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    return None if m is None else float(m.group(1)) / (1000 if m.group(3) else 1)
+
+
+def memory_bytes(value):
+    """A memory quantity (1Gi, 512Mi, 1G) in bytes, or None."""
+    m = QUANTITY.match(value) if isinstance(value, str) else None
+    return None if m is None else float(re.match(r"[0-9.]+", value).group()) * MEMORY_UNITS[m.group(2) or ""]
+
+
+def cnpg_instance_problems(spec):
+    """imageName pinned (and with barman-cloud for the in-core backup), the update strategy
+    and method, the superuser switch, resources of the Guaranteed QoS class (CloudNativePG's
+    docs/src/resource_management.md) and shared_buffers within the memory."""
+    problems = []
+    image = spec.get("imageName")
+    m = CNPG_IMAGE.match(image) if isinstance(image, str) else None
+    if m is None:
+        problems.append(f"spec.imageName: {image!r} is not an image with a MAJOR.MINOR tag: without one the "
+                        f"operator runs its own default image, whose Postgres major moves with the operator")
+    elif (spec.get("backup") or {}).get("barmanObjectStore") and CNPG_IMAGE_WITHOUT_BARMAN.search(m.group("rest") or ""):
+        problems.append(f"spec.imageName: {image!r} is a minimal or standard image, without the barman-cloud that "
+                        f"spec.backup.barmanObjectStore runs in the instances: use a `system` image")
+    for key, allowed in (("primaryUpdateStrategy", CNPG_UPDATE_STRATEGIES), ("primaryUpdateMethod", CNPG_UPDATE_METHODS)):
+        if key in spec and spec[key] not in allowed:
+            problems.append(f"spec.{key}: {spec[key]!r} is not one of {', '.join(sorted(allowed))}")
+    if "enableSuperuserAccess" in spec and not isinstance(spec["enableSuperuserAccess"], bool):
+        problems.append(f"spec.enableSuperuserAccess: {spec['enableSuperuserAccess']!r} is not a boolean")
+    resources = spec.get("resources")
+    memory = None
+    if resources is not None:
+        requests, limits = (resources or {}).get("requests") or {}, (resources or {}).get("limits") or {}
+        for kind, parse in (("cpu", cpu_cores), ("memory", memory_bytes)):
+            request, limit = requests.get(kind), limits.get(kind)
+            for part, value in (("requests", request), ("limits", limit)):
+                if parse(value) is None:
+                    problems.append(f"spec.resources.{part}.{kind}: {value!r} is not a {kind} quantity")
+            if parse(request) is not None and parse(limit) is not None and parse(request) != parse(limit):
+                problems.append(f"spec.resources: {kind} requested {request} but limited to {limit}: the Guaranteed "
+                                f"QoS class that CloudNativePG recommends for Postgres needs them equal")
+        memory = memory_bytes(requests.get("memory"))
+    parameters = (spec.get("postgresql") or {}).get("parameters") or {}
+    if not (isinstance(parameters, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in parameters.items())):
+        problems.append("spec.postgresql.parameters: expected a map of strings (the CRD's type)")
+    elif "shared_buffers" in parameters:
+        m = PG_MEMORY.match(parameters["shared_buffers"])
+        if m is None:
+            problems.append(f"spec.postgresql.parameters.shared_buffers: {parameters['shared_buffers']!r} is not a "
+                            f"size with a unit (kB, MB, GB, TB), which CloudNativePG's webhook asks for")
+        elif memory is not None and int(m.group(1)) * PG_MEMORY_UNITS[m.group(2)] >= memory:
+            problems.append(f"spec.postgresql.parameters.shared_buffers: {parameters['shared_buffers']} is not below "
+                            f"the memory of spec.resources")
+    return problems
+
+
 def name_problem(doc):
     meta = doc.get("metadata")
     name = meta.get("name", "") if isinstance(meta, dict) else ""
@@ -333,6 +412,8 @@ def cnpg_cluster_check(where, doc):
     if isinstance(spec.get("backup"), dict):
         for message in cnpg_backup_problems(spec["backup"]):
             bad(message)
+    for message in cnpg_instance_problems(spec):
+        bad(message)
     return ok
 
 
@@ -397,6 +478,16 @@ SERVICE_MONITOR_FIELDS = {
     "spec.selector": {"matchLabels"},
     "spec.endpoints[]": {"port", "path", "scheme", "interval", "scrapeTimeout"},
 }
+# podmonitor_types.go PodMonitorSpec and PodMetricsEndpoint (v0.85.0, whose CRD
+# tests/kube/manifests installs).
+POD_MONITOR_FIELDS = {
+    "": {"apiVersion", "kind", "metadata", "spec"},
+    "metadata": {"name", "namespace", "labels", "annotations"},
+    "spec": {"selector", "podMetricsEndpoints", "jobLabel"},
+    "spec.selector": {"matchLabels"},
+    "spec.podMetricsEndpoints[]": {"port", "path", "scheme", "interval", "scrapeTimeout"},
+}
+POD_MONITOR_SCHEMES = {"http", "https"}  # the PodMonitor CRD's enum for scheme
 PROMETHEUS_RULE_FIELDS = {
     "": {"apiVersion", "kind", "metadata", "spec"},
     "metadata": {"name", "namespace", "labels", "annotations"},
@@ -462,6 +553,44 @@ def service_monitor_check(where, doc):
         if not (isinstance(endpoint.get("path", "/"), str) and endpoint.get("path", "/").startswith("/")):
             bad(f"{path}.path: {endpoint.get('path')!r} is not a path")
         if "scheme" in endpoint and endpoint["scheme"] not in SCHEMES:
+            bad(f"{path}.scheme: {endpoint['scheme']!r} is not http or https")
+        for key in ("interval", "scrapeTimeout"):
+            if key in endpoint and not (isinstance(endpoint[key], str) and endpoint[key]
+                                        and PROM_DURATION.match(endpoint[key])):
+                bad(f"{path}.{key}: {endpoint[key]!r} is not a Prometheus duration such as 30s")
+        interval, timeout = endpoint.get("interval"), endpoint.get("scrapeTimeout")
+        if ok and interval and timeout and prom_seconds(timeout) > prom_seconds(interval):
+            bad(f"{path}.scrapeTimeout: {timeout} is longer than the interval {interval}")
+    return ok
+
+
+def pod_monitor_check(where, doc):
+    ok = True
+
+    def bad(message):
+        nonlocal ok
+        ok = False
+        error(where, message)
+
+    for message in unknown_fields(doc, POD_MONITOR_FIELDS, "PodMonitor"):
+        bad(message)
+    if name_problem(doc):
+        bad(name_problem(doc))
+    spec = doc.get("spec") or {}
+    labels = (spec.get("selector") or {}).get("matchLabels")
+    if not (isinstance(labels, dict) and labels and all(isinstance(v, str) for v in labels.values())):
+        bad(f"spec.selector.matchLabels: {labels!r} is not a non-empty map of labels")
+    endpoints = spec.get("podMetricsEndpoints")
+    if not (isinstance(endpoints, list) and endpoints):
+        bad("spec.podMetricsEndpoints: missing")
+        return ok
+    for i, endpoint in enumerate(endpoints):
+        path = f"spec.podMetricsEndpoints[{i}]"
+        if not (isinstance(endpoint.get("port"), str) and endpoint["port"]):
+            bad(f"{path}.port: expected the name of a container port")
+        if not (isinstance(endpoint.get("path", "/"), str) and endpoint.get("path", "/").startswith("/")):
+            bad(f"{path}.path: {endpoint.get('path')!r} is not a path")
+        if "scheme" in endpoint and endpoint["scheme"] not in POD_MONITOR_SCHEMES:
             bad(f"{path}.scheme: {endpoint['scheme']!r} is not http or https")
         for key in ("interval", "scrapeTimeout"):
             if key in endpoint and not (isinstance(endpoint[key], str) and endpoint[key]
@@ -546,11 +675,73 @@ EXPLICIT = {
     ("postgresql.cnpg.io/v1", "Cluster"): cnpg_cluster_check,
     ("postgresql.cnpg.io/v1", "ScheduledBackup"): cnpg_scheduled_backup_check,
     ("monitoring.coreos.com/v1", "ServiceMonitor"): service_monitor_check,
+    ("monitoring.coreos.com/v1", "PodMonitor"): pod_monitor_check,
     ("monitoring.coreos.com/v1", "PrometheusRule"): prometheus_rule_check,
 }
 
 
 # --- references inside one render --------------------------------------------------------
+CNPG_METRICS_PORT = "metrics"  # CloudNativePG pkg/specs/pods.go: the instances' exporter, 9187
+CNPG_NOTES = {}  # label -> what the CloudNativePG checks of reference_checks found, for its summary
+# DATABASE_URL as Kubernetes expands it: a variable of the container, then libpq's parameters.
+DEPENDENT_URL = re.compile(r"^\$\(([A-Za-z_][A-Za-z0-9_]*)\)\?([^?#]*)$")
+
+
+def cnpg_database_url_problems(container, pod, clusters, notes):
+    """DATABASE_URL is $(VAR)?sslmode=verify-full&sslrootcert=FILE, VAR an earlier variable
+    of the container holding the uri of CloudNativePG's Secret <cluster>-app (built without
+    a query: pkg/specs/secrets.go, connectionStringBuilder.buildPostgres), and FILE the
+    ca.crt of Secret <cluster>-ca, mounted read-only without the CA's private key and
+    without subPath (a renewal must reach it)."""
+    env = container.get("env") or []
+    names = [e.get("name") for e in env]
+    url = next(e for e in env if e.get("name") == "DATABASE_URL")
+    wanted = {x["metadata"]["name"] for x in clusters}
+    m = DEPENDENT_URL.match(url.get("value") or "") if "valueFrom" not in url else None
+    if m is None:
+        return [f"DATABASE_URL must be $(VAR)?sslmode=verify-full&sslrootcert=FILE, VAR holding the uri of "
+                f"CloudNativePG's Secret {' or '.join(sorted(f'{n}-app' for n in wanted))}: the server's certificate "
+                f"is otherwise not verified (docs/operations.md, \"Postgres over TLS\")"]
+    var, query = m.group(1), urllib.parse.parse_qs(m.group(2), keep_blank_values=True)
+    problems = []
+    source = next((e for e in env if e.get("name") == var), None)
+    ref = ((source or {}).get("valueFrom") or {}).get("secretKeyRef") or {}
+    cluster = (ref.get("name") or "").removesuffix("-app")
+    if source is None or names.index(var) > names.index("DATABASE_URL"):
+        problems.append(f"DATABASE_URL uses $({var}), which is not a variable of the container before it "
+                        f"(Kubernetes then leaves $({var}) as it is)")
+    elif not (ref.get("name", "").endswith("-app") and cluster in wanted and ref.get("key") == "uri"):
+        problems.append(f"{var} reads {ref.get('name')}/{ref.get('key')}; CloudNativePG's Secret is "
+                        f"{' or '.join(sorted(f'{n}-app' for n in wanted))}, key uri")
+    if query.get("sslmode") != ["verify-full"]:
+        problems.append(f"DATABASE_URL has sslmode={','.join(query.get('sslmode') or ['(none)'])}, not verify-full: the server's certificate "
+                        f"would not be checked against the CA and the host name")
+    root = query.get("sslrootcert") or [""]
+    if len(root) != 1 or not root[0].startswith("/"):
+        problems.append(f"DATABASE_URL has sslrootcert={','.join(query.get('sslrootcert') or ['(none)'])}, not one absolute path")
+        return problems
+    if set(query) - {"sslmode", "sslrootcert"}:
+        problems.append(f"DATABASE_URL has parameters {sorted(set(query) - {'sslmode', 'sslrootcert'})} besides "
+                        f"sslmode and sslrootcert")
+    directory, file = root[0].rsplit("/", 1)
+    mount = next((v for v in container.get("volumeMounts") or [] if v.get("mountPath", "").rstrip("/") == directory), None)
+    volume = next((v for v in pod.get("volumes") or [] if mount and v.get("name") == mount.get("name")), None)
+    secret = (volume or {}).get("secret") or {}
+    items = secret.get("items") or []
+    if mount is None or volume is None:
+        problems.append(f"sslrootcert {root[0]}: no volume of the container is mounted at {directory}")
+    elif mount.get("subPath") or mount.get("readOnly") is not True:
+        problems.append(f"sslrootcert {root[0]}: the mount at {directory} must be read-only and without subPath")
+    elif secret.get("secretName") != f"{cluster}-ca":
+        problems.append(f"sslrootcert {root[0]}: volume {volume.get('name')} is not Secret {cluster}-ca, the CA "
+                        f"CloudNativePG signs Cluster/{cluster}'s server certificate with")
+    elif [(i.get("key"), i.get("path")) for i in items] != [("ca.crt", file)]:
+        problems.append(f"sslrootcert {root[0]}: volume {volume.get('name')} must list one item, key ca.crt as {file} "
+                        f"(Secret {cluster}-ca also holds the CA's private key, ca.key)")
+    if not problems:
+        notes.append(f"DATABASE_URL is Secret {cluster}-app's uri with sslmode=verify-full and sslrootcert "
+                     f"{root[0]} (Secret {cluster}-ca's ca.crt alone, read-only)")
+    return problems
 def selector_matches(selector, labels):
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
@@ -604,19 +795,39 @@ def reference_checks(label, docs):
                                    ("ARGO_RESULTS_METRICS_LISTEN", "metrics")):
                 if var in env_values and port_name in ports and port_of(env_values[var]) != ports[port_name]:
                     error(where, f"{var}={env_values[var]} but container port {port_name} is {ports[port_name]}")
-            # With a CloudNativePG cluster in the render, DATABASE_URL must be its app Secret.
-            clusters = [x for x in by_kind.get("Cluster", []) if x.get("apiVersion", "").startswith("postgresql.cnpg.io/")]
-            for env in c.get("env") or []:
-                if env["name"] != "DATABASE_URL" or not clusters:
-                    continue
-                ref = ((env.get("valueFrom") or {}).get("secretKeyRef") or {})
-                wanted = {f"{x['metadata']['name']}-app" for x in clusters}
-                if ref.get("name") not in wanted or ref.get("key") != "uri":
-                    error(where, f"DATABASE_URL reads {ref.get('name')}/{ref.get('key')}; CloudNativePG's "
-                                 f"Secret is {' or '.join(sorted(wanted))}, key uri")
+            # With a CloudNativePG cluster in the render, DATABASE_URL must be its app Secret's
+            # uri, verified against the cluster's CA.
+            clusters = [x for x in by_kind.get("Cluster", []) if x.get("apiVersion", "").startswith("postgresql.cnpg.io/")
+                        and x["metadata"].get("namespace") == ns]
+            if clusters and any(env.get("name") == "DATABASE_URL" for env in c.get("env") or []):
+                for problem in cnpg_database_url_problems(c, pod, clusters, CNPG_NOTES.setdefault(label, [])):
+                    error(where, problem)
 
     def pods_for(ns, selector):
         return [w for w in workloads if w[0] == ns and selector_matches(selector, w[1])]
+
+    # A PodMonitor scrapes the instances of a CloudNativePG Cluster of this render (the pods
+    # are the operator's, so their port is known by its name in CloudNativePG's pods.go).
+    for d in by_kind.get("PodMonitor", []):
+        where = f"{label} {ident(d)}"
+        ns, labels = d["metadata"].get("namespace"), d["spec"]["selector"]["matchLabels"]
+        name = labels.get("cnpg.io/cluster")
+        cluster = next((x for x in by_kind.get("Cluster", []) if x.get("apiVersion", "").startswith("postgresql.cnpg.io/")
+                        and x["metadata"].get("namespace") == ns and x["metadata"]["name"] == name), None)
+        if cluster is None:
+            error(where, f"selects cnpg.io/cluster={name!r}, no CloudNativePG Cluster of this render in namespace {ns}")
+            continue
+        if set(labels) - {"cnpg.io/cluster", "cnpg.io/podRole"} or labels.get("cnpg.io/podRole", "instance") != "instance":
+            error(where, f"selects {labels}: the instances of a cluster carry cnpg.io/cluster and cnpg.io/podRole=instance "
+                         f"(CloudNativePG pkg/specs/podmonitor.go), nothing else of ours")
+        for endpoint in d["spec"]["podMetricsEndpoints"]:
+            if endpoint.get("port") != CNPG_METRICS_PORT:
+                error(where, f"port {endpoint.get('port')!r}: the instances' exporter is on port {CNPG_METRICS_PORT!r}")
+            if endpoint.get("scheme", "http") != "http":
+                error(where, f"scheme {endpoint.get('scheme')!r}: the exporter speaks plain HTTP unless "
+                             f"spec.monitoring.tls is enabled, which Cluster/{name} does not")
+        CNPG_NOTES.setdefault(label, []).append(
+            f"PodMonitor/{d['metadata']['name']} scrapes port {CNPG_METRICS_PORT} of Cluster/{name}'s instances")
 
     for d in by_kind.get("Service", []):
         where = f"{label} {ident(d)}"
@@ -661,6 +872,14 @@ def reference_checks(label, docs):
             error(f"{label} {ident(d)}", f"value {d.get('value')}: a class of ours goes from 1 to 1000000000")
         if d.get("globalDefault"):
             error(f"{label} {ident(d)}", "globalDefault would give this priority to every pod without a class")
+    for x in by_kind.get("Cluster", []):
+        if x.get("apiVersion", "").startswith("postgresql.cnpg.io/"):
+            spec = x["spec"]
+            resources = (spec.get("resources") or {}).get("limits") or {}
+            CNPG_NOTES.setdefault(label, []).insert(0, (
+                f"Cluster/{x['metadata']['name']} runs {spec['imageName']}"
+                + (f" with {resources['cpu']} CPU and {resources['memory']} requested and limited (Guaranteed)"
+                   if resources else "")))
     # A ScheduledBackup backs up a Cluster of this render, with the method that Cluster has.
     clusters = {(x["metadata"].get("namespace"), x["metadata"]["name"]): x for x in by_kind.get("Cluster", [])
                 if x.get("apiVersion", "").startswith("postgresql.cnpg.io/")}
@@ -1204,6 +1423,8 @@ for item in rendered:
         if how_rbac:
             how.append(how_rbac)
         summaries.append(f"{label}: {len(docs)} documents valid: {'; '.join(how)}")
+        if CNPG_NOTES.get(label):
+            summaries.append(f"{label}: {'; '.join(CNPG_NOTES[label])}")
     all_docs[label] = docs
 
 # Each install's render with the components against its stand-in alone.
