@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use argo_results_proto::{
     AbandonRequest, Claim, ClaimList, ClaimRequest, DeleteResponse, ExpectationRequest, FeedPage,
-    NodeResult, Problem, ReportRequest, ResultList, SettleRequest, Version, Whoami,
+    NodeResult, Problem, ReportRequest, ResultList, SettleRequest, Version, Whoami, WorkflowList,
 };
 use reqwest::header::RETRY_AFTER;
 use reqwest::{Method, RequestBuilder};
@@ -39,6 +39,19 @@ pub struct ListOptions {
     pub workflow_uid: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+/// Query of the workflows that have results.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowsOptions {
+    /// Only this namespace's; every namespace's when `None` (a reader of all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
     #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
@@ -524,6 +537,12 @@ impl Client {
         let url = self.url(&format!(
             "/api/v1/namespaces/{namespace}/workflows/{workflow}/results"
         ));
+        self.call(|http| http.get(&url).query(options)).await
+    }
+
+    /// A page of the workflows that have results, each with what its results add up to.
+    pub async fn workflows(&self, options: &WorkflowsOptions) -> Result<WorkflowList, ClientError> {
+        let url = self.url("/api/v1/workflows");
         self.call(|http| http.get(&url).query(options)).await
     }
 

@@ -10,7 +10,9 @@ mod stream;
 mod token;
 
 pub use argo_results_proto as proto;
-pub use client::{Answer, Client, ClientBuilder, FeedOptions, ListOptions, RunsOptions};
+pub use client::{
+    Answer, Client, ClientBuilder, FeedOptions, ListOptions, RunsOptions, WorkflowsOptions,
+};
 pub use error::ClientError;
 pub use retry::RetryPolicy;
 pub use stream::WatchEvent;

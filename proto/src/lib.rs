@@ -21,7 +21,10 @@ pub use feed::{FeedItem, FeedPage};
 pub use problem::{Problem, ProblemCode};
 pub use redact::redacted;
 pub use requests::{AbandonRequest, ExpectationRequest, ReportRequest};
-pub use result::{DeleteResponse, NodeResult, ResultList, ResultState, Summary};
+pub use result::{
+    DeleteResponse, Ended, NodeResult, ResultList, ResultState, Summary, WorkflowList,
+    WorkflowSummary,
+};
 pub use version::Version;
 pub use whoami::{PodRef, Role, Whoami};
 

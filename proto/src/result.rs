@@ -171,6 +171,48 @@ pub struct ResultList {
     pub continue_token: Option<String>,
 }
 
+/// How a workflow's ended results ended: a completed result by its `phase`, else by its
+/// outputs' `exitCode` (`"0"` Succeeded, another Failed), else Error, as the controller
+/// decides when the pod is gone; an abandoned result counts as Error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Ended {
+    pub succeeded: u64,
+    pub failed: u64,
+    pub error: u64,
+}
+
+/// One incarnation of a workflow that has results: what they add up to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowSummary {
+    pub namespace: String,
+    pub workflow: String,
+    pub workflow_uid: String,
+    pub summary: Summary,
+    pub ended: Ended,
+    /// The oldest result's creation and the newest change, RFC 3339.
+    pub created_at: String,
+    pub updated_at: String,
+    /// The newest revision among its results.
+    pub revision: i64,
+}
+
+/// One page of the workflows that have results, ordered by namespace and workflow UID,
+/// read in one snapshot at `revision`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkflowList {
+    pub items: Vec<WorkflowSummary>,
+    pub revision: i64,
+    /// The store's epoch, which `revision` belongs to.
+    pub epoch: String,
+    /// Pass as `continue` to read the next page; `null` on the last page.
+    #[serde(rename = "continue")]
+    pub continue_token: Option<String>,
+}
+
 /// Answer to a workflow's garbage collection.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -1,26 +1,20 @@
 //! `argo-results list`: the workflows that have results in a namespace (or in every one),
 //! each with its phase and a summary of its results.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use argo_results_client::FeedOptions;
-use argo_results_client::proto::{FeedItem, FeedPage, NodeResult, ProblemCode, Summary};
+use argo_results_client::WorkflowsOptions;
+use argo_results_client::proto::{Summary, WorkflowSummary};
 use clap::Args;
-use futures_util::{StreamExt, TryStreamExt, stream};
 use serde::Serialize;
 
 use super::connect::{Api, Connection, NamespacesArg};
 use super::failure::Failure;
-use super::get::all_pages;
 use super::output::{self, Cell, Format, Headers, ListFormat};
 
 /// List the workflows that have results, each with its PHASE and a summary.
 ///
-/// The API lists results workflow by workflow; list finds the workflows in the change
-/// feed, which the server keeps for its --feed-retention (24h by default): a workflow
-/// whose results last changed before that is not listed (get WORKFLOW still shows it).
-/// Argo's controller deletes a workflow's results once the workflow is done, so list
-/// shows mostly the workflows in flight.
+/// The server adds up each workflow's results (GET /api/v1/workflows), a page of up to
+/// 1000 workflows per request. Argo's controller deletes a workflow's results once the
+/// workflow is done, so list shows mostly the workflows in flight.
 ///
 /// PHASE is what the results say, not the workflow's own status (Argo's retries and
 /// continueOn are not known here): Pending while every result is expected, Running while
@@ -53,14 +47,6 @@ pub struct ListArgs {
     connection: Connection,
 }
 
-/// One incarnation of a workflow, as the feed names it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct WorkflowKey {
-    namespace: String,
-    workflow: String,
-    uid: String,
-}
-
 /// A workflow's line of the list, and its object in `-o json` and `-o yaml`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -84,158 +70,70 @@ struct WorkflowList {
     items: Vec<WorkflowRow>,
 }
 
-/// Feed pages are read this many changes at a time (the API's largest page).
+/// Workflows read per request (the API's largest page).
 const PAGE: u32 = 1000;
-/// Workflows whose results are read at once.
-const CONCURRENT: usize = 8;
 
-/// Whether a failure is the feed's `410 gone`, and the head revision it gives.
-fn gone(failure: &Failure) -> Option<i64> {
-    match failure {
-        Failure::Refused(error) if error.code() == Some(ProblemCode::Gone) => {
-            Some(error.problem().and_then(|p| p.revision).unwrap_or(0))
-        }
-        _ => None,
-    }
-}
-
-async fn feed_page(api: &Api, options: &FeedOptions) -> Result<FeedPage, Failure> {
-    api.call(|client| async move { client.feed(options).await })
-        .await
-}
-
-/// The oldest `since` the server still answers when history before it was pruned
-/// (`since` 0 answered `410 gone`): `since` at the head is always answered, so a search
-/// between 0 and the head finds it in a few requests of one change each.
-async fn oldest_since(api: &Api, options: &FeedOptions, head: i64) -> Result<i64, Failure> {
-    let (mut refused, mut answered) = (0, head);
-    while answered - refused > 1 {
-        let middle = refused + (answered - refused) / 2;
-        let probe = FeedOptions {
-            since: middle,
-            limit: Some(1),
-            ..options.clone()
-        };
-        match feed_page(api, &probe).await {
-            Ok(_) => answered = middle,
-            Err(failure) if gone(&failure).is_some() => refused = middle,
-            Err(failure) => return Err(failure),
-        }
-    }
-    Ok(answered)
-}
-
-/// The workflows with a result that the retained feed shows alive (not deleted since),
-/// or `None` when the history moved under the reader (pruned past it, or restored).
-async fn read_feed(
-    api: &Api,
-    namespace: Option<&str>,
-) -> Result<Option<BTreeSet<WorkflowKey>>, Failure> {
-    let mut options = FeedOptions {
-        since: 0,
-        namespace: namespace.map(str::to_owned),
-        limit: Some(PAGE),
-        ..Default::default()
-    };
-    let mut alive: BTreeMap<WorkflowKey, BTreeSet<String>> = BTreeMap::new();
-    let mut started = false;
-    loop {
-        let page = match feed_page(api, &options).await {
-            Ok(page) => page,
-            Err(failure) => match gone(&failure) {
-                Some(head) if !started => {
-                    options.since = oldest_since(api, &options, head).await?;
-                    started = true;
-                    continue;
-                }
-                Some(_) => return Ok(None),
-                None => return Err(failure),
-            },
-        };
-        started = true;
-        if page.items.is_empty() {
-            break;
-        }
-        for item in page.items {
-            match item {
-                FeedItem::Upserted { result, .. } => {
-                    let key = WorkflowKey {
-                        namespace: result.namespace,
-                        workflow: result.workflow,
-                        uid: result.workflow_uid,
-                    };
-                    alive.entry(key).or_default().insert(result.node_id);
-                }
-                FeedItem::Deleted {
-                    namespace,
-                    workflow,
-                    workflow_uid,
-                    node_id,
-                    ..
-                } => {
-                    let key = WorkflowKey {
-                        namespace,
-                        workflow,
-                        uid: workflow_uid,
-                    };
-                    if let Some(nodes) = alive.get_mut(&key) {
-                        nodes.remove(&node_id);
-                    }
-                }
-            }
-        }
-        options.since = page.revision;
-        options.epoch = page.epoch;
-    }
-    Ok(Some(
-        alive
-            .into_iter()
-            .filter(|(_, nodes)| !nodes.is_empty())
-            .map(|(key, _)| key)
-            .collect(),
-    ))
-}
-
-/// A workflow's phase from its nodes' ([`output::phase`]).
-fn workflow_phase(items: &[NodeResult]) -> &'static str {
-    let phases: Vec<&str> = items.iter().map(output::phase).collect();
-    let any = |phase: &str| phases.contains(&phase);
-    if phases.iter().all(|p| *p == "Pending") {
+/// A workflow's phase from how many of its results are in each state and how the ended
+/// ones ended: Pending while every result is expected, Running while one is expected or
+/// reporting, else the worst ending.
+fn workflow_phase(workflow: &WorkflowSummary) -> &'static str {
+    let (summary, ended) = (&workflow.summary, &workflow.ended);
+    let results = summary.expected + summary.reporting + summary.completed + summary.abandoned;
+    if summary.expected == results {
         "Pending"
-    } else if any("Pending") || any("Running") {
+    } else if summary.expected + summary.reporting > 0 {
         "Running"
-    } else if any("Failed") {
+    } else if ended.failed > 0 {
         "Failed"
-    } else if any("Error") {
+    } else if ended.error > 0 {
         "Error"
     } else {
         "Succeeded"
     }
 }
 
-/// A workflow's row from all its results, `None` when it has none left.
-async fn row(api: &Api, key: WorkflowKey) -> Result<Option<WorkflowRow>, Failure> {
-    let list = all_pages(api, &key.namespace, &key.workflow, Some(key.uid.clone())).await?;
-    let items = &list.items;
-    let (Some(created_at), Some(updated_at)) = (
-        items.iter().map(|r| &r.created_at).min(),
-        items.iter().map(|r| &r.updated_at).max(),
-    ) else {
-        return Ok(None);
+fn row(workflow: WorkflowSummary) -> WorkflowRow {
+    let s = workflow.summary;
+    WorkflowRow {
+        phase: workflow_phase(&workflow),
+        results: (s.expected + s.reporting + s.completed + s.abandoned) as usize,
+        ended: (s.completed + s.abandoned) as usize,
+        summary: s,
+        created_at: workflow.created_at,
+        updated_at: workflow.updated_at,
+        revision: workflow.revision,
+        namespace: workflow.namespace,
+        workflow: workflow.workflow,
+        workflow_uid: workflow.workflow_uid,
+    }
+}
+
+/// Every workflow of `namespace` (`None`: of all), page after page.
+async fn all_workflows(api: &Api, namespace: Option<String>) -> Result<Vec<WorkflowRow>, Failure> {
+    let mut options = WorkflowsOptions {
+        namespace,
+        limit: Some(PAGE),
+        continue_token: None,
     };
-    let summary = list.summary;
-    Ok(Some(WorkflowRow {
-        phase: workflow_phase(items),
-        results: items.len(),
-        ended: (summary.completed + summary.abandoned) as usize,
-        summary,
-        created_at: created_at.clone(),
-        updated_at: updated_at.clone(),
-        revision: items.iter().map(|r| r.revision).max().unwrap_or_default(),
-        namespace: key.namespace,
-        workflow: key.workflow,
-        workflow_uid: key.uid,
-    }))
+    let mut rows = Vec::new();
+    loop {
+        let page = api
+            .call(|client| {
+                let options = &options;
+                async move { client.workflows(options).await }
+            })
+            .await?;
+        rows.extend(page.items.into_iter().map(row));
+        match page.continue_token {
+            Some(token) => options.continue_token = Some(token),
+            None => break,
+        }
+    }
+    // The server pages by incarnation; a person reads by name.
+    rows.sort_by(|a, b| {
+        (&a.namespace, &a.workflow, &a.created_at).cmp(&(&b.namespace, &b.workflow, &b.created_at))
+    });
+    Ok(rows)
 }
 
 fn table(rows: &[WorkflowRow], all_namespaces: bool, wide: bool, headers: Headers) -> String {
@@ -288,27 +186,7 @@ fn table(rows: &[WorkflowRow], all_namespaces: bool, wide: bool, headers: Header
 pub async fn run(args: &ListArgs) -> Result<(), Failure> {
     let namespace = args.namespaces.resolve()?;
     let api = args.connection.api()?;
-    // History pruned or the database restored while it was read: read it again.
-    let mut workflows = None;
-    for _ in 0..3 {
-        workflows = read_feed(&api, namespace.as_deref()).await?;
-        if workflows.is_some() {
-            break;
-        }
-    }
-    let Some(workflows) = workflows else {
-        return Err(Failure::Other(
-            "the server's change history moved while it was read (pruned, or the database \
-             restored); try again"
-                .into(),
-        ));
-    };
-    let rows: Vec<Option<WorkflowRow>> = stream::iter(workflows)
-        .map(|key| row(&api, key))
-        .buffered(CONCURRENT)
-        .try_collect()
-        .await?;
-    let rows: Vec<WorkflowRow> = rows.into_iter().flatten().collect();
+    let rows = all_workflows(&api, namespace.clone()).await?;
     let all_namespaces = namespace.is_none();
     if rows.is_empty() && matches!(args.output, ListFormat::Table | ListFormat::Wide) {
         match &namespace {
@@ -330,43 +208,38 @@ pub async fn run(args: &ListArgs) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use argo_results_client::proto::ResultState;
+    use argo_results_client::proto::Ended;
 
-    fn result(state: ResultState, phase: Option<&str>) -> NodeResult {
-        let mut value = serde_json::json!({
-            "namespace": "argo", "workflow": "wf", "workflowUid": "u", "nodeId": "wf-1",
-            "podName": null, "podUid": null, "instanceId": null, "state": state.as_str(),
-            "phase": phase, "message": null, "progress": null, "outputs": null,
-            "sequence": null, "revision": 1, "createdAt": "2026-01-01T00:00:00Z",
-            "updatedAt": "2026-01-01T00:00:00Z", "completedAt": null, "abandonReason": null
-        });
-        if state == ResultState::Completed && phase.is_none() {
-            value["outputs"] = serde_json::json!({"exitCode": "0"});
+    fn workflow(counts: [u64; 4], ended: [u64; 3]) -> WorkflowSummary {
+        WorkflowSummary {
+            namespace: "argo".into(),
+            workflow: "wf".into(),
+            workflow_uid: "u".into(),
+            summary: Summary {
+                expected: counts[0],
+                reporting: counts[1],
+                completed: counts[2],
+                abandoned: counts[3],
+            },
+            ended: Ended {
+                succeeded: ended[0],
+                failed: ended[1],
+                error: ended[2],
+            },
+            created_at: "2026-01-01T00:00:00Z".into(),
+            updated_at: "2026-01-01T00:00:00Z".into(),
+            revision: 1,
         }
-        serde_json::from_value(value).expect("a result")
     }
 
     #[test]
     fn a_workflows_phase_runs_until_every_result_ended_then_takes_the_worst() {
-        use ResultState::*;
-        let phase = |results: &[(ResultState, Option<&str>)]| {
-            let items: Vec<NodeResult> = results.iter().map(|(s, p)| result(*s, *p)).collect();
-            workflow_phase(&items)
-        };
-        assert_eq!(phase(&[(Expected, None), (Expected, None)]), "Pending");
-        assert_eq!(phase(&[(Expected, None), (Completed, None)]), "Running");
-        assert_eq!(phase(&[(Reporting, None), (Abandoned, None)]), "Running");
-        assert_eq!(
-            phase(&[(Completed, Some("Succeeded")), (Completed, None)]),
-            "Succeeded"
-        );
-        assert_eq!(
-            phase(&[(Completed, Some("Error")), (Completed, Some("Failed"))]),
-            "Failed"
-        );
-        assert_eq!(
-            phase(&[(Completed, Some("Succeeded")), (Abandoned, None)]),
-            "Error"
-        );
+        let phase = |counts, ended| workflow_phase(&workflow(counts, ended));
+        assert_eq!(phase([2, 0, 0, 0], [0, 0, 0]), "Pending");
+        assert_eq!(phase([1, 0, 1, 0], [1, 0, 0]), "Running");
+        assert_eq!(phase([0, 1, 0, 1], [0, 0, 1]), "Running");
+        assert_eq!(phase([0, 0, 2, 0], [2, 0, 0]), "Succeeded");
+        assert_eq!(phase([0, 0, 2, 0], [0, 1, 1]), "Failed");
+        assert_eq!(phase([0, 0, 1, 1], [1, 0, 1]), "Error");
     }
 }

@@ -4,8 +4,8 @@
 
 pub mod admission;
 mod answer;
-mod audit;
 mod answer_memory;
+mod audit;
 mod body;
 mod caller;
 mod cron;
@@ -23,6 +23,7 @@ pub mod starting;
 mod state;
 mod version;
 mod whoami;
+mod workflows;
 
 pub use admission::Admission;
 pub use pod_writes::PodWrites;
@@ -44,6 +45,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(results::abandon))
         .routes(routes!(results::list, results::delete))
         .routes(routes!(expectations::expect))
+        .routes(routes!(workflows::workflows))
         .routes(routes!(feed::feed))
         .routes(routes!(cron::claim, cron::claims))
         .routes(routes!(cron::settle))

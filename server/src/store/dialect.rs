@@ -33,6 +33,8 @@ pub(super) trait Dialect {
     const IDENTITY: &'static str;
     /// A tick's claim, its row locked until the transaction ends.
     const SELECT_CLAIM_LOCKED: &'static str;
+    /// A result's `outputs.exitCode` as text (`NULL` when absent), in SQL.
+    const EXIT_CODE: &'static str;
 
     /// Whether the database is still the one the server opened.
     fn in_place(&self) -> StoreResult<()>;

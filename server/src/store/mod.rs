@@ -41,7 +41,7 @@ pub use argo_results_rules::{
     Expectation, NewClaim, Outcome, Report, ReportPolicy, ResultKey, Settled, Settlement, Written,
 };
 pub use error::{FailureKind, Refusal, StoreError};
-pub use model::{ClaimQuery, FeedChunk, ListQuery, PruneBefore};
+pub use model::{ClaimQuery, FeedChunk, ListQuery, PruneBefore, WorkflowPage, WorkflowQuery};
 pub use open::{Opening, open};
 pub use writer::Batching;
 
@@ -120,6 +120,12 @@ impl Store {
 
     pub async fn list(&self, query: ListQuery) -> StoreResult<ResultPage> {
         self.measured(async { on_db!(&self.db, |db| db.list(query).await) })
+            .await
+    }
+
+    /// A page of the workflows that have results, with what their results add up to.
+    pub async fn workflows(&self, query: WorkflowQuery) -> StoreResult<WorkflowPage> {
+        self.measured(async { on_db!(&self.db, |db| db.workflows(query).await) })
             .await
     }
 

@@ -1,6 +1,6 @@
 //! What the store is asked to read and what it answers: queries and pages.
 
-use argo_results_proto::{Claim, ResultState, Summary};
+use argo_results_proto::{Claim, ResultState, Summary, WorkflowSummary};
 
 /// One page of a cron workflow's claims, newest scheduled time first.
 #[derive(Debug, Clone)]
@@ -51,6 +51,26 @@ pub struct ResultPage {
     pub workflow_uid: Option<String>,
     /// More items follow the last one.
     pub more: bool,
+}
+
+/// One page of the workflows that have results.
+#[derive(Debug, Clone)]
+pub struct WorkflowQuery {
+    /// `None`: every namespace.
+    pub namespace: Option<String>,
+    /// Start after this workflow (namespace, workflow UID).
+    pub after: Option<(String, String)>,
+    pub limit: u32,
+}
+
+#[derive(Debug)]
+pub struct WorkflowPage {
+    pub items: Vec<WorkflowSummary>,
+    pub revision: i64,
+    /// The epoch `revision` belongs to.
+    pub epoch: String,
+    /// Where the next page starts, when more items follow.
+    pub next: Option<(String, String)>,
 }
 
 /// Changes after a revision, each already serialized as the feed serves it.

@@ -956,12 +956,10 @@ async fn list_shows_each_workflow_with_its_phase_and_summary(backend: Backend) {
     assert_eq!(stderr(&empty_json), "");
 }
 
-/// `list` finds workflows in the change feed: once the history before the head was pruned
-/// (`since=0` answers `410 gone`) it reads from the oldest change kept, so a workflow that
-/// changed since is listed, and one whose changes were all pruned is not (`list --help`
-/// says so), while `get` still shows it.
+/// `list` shows every workflow that has results, whatever the change feed kept: one whose
+/// changes were all pruned is listed beside one that changed since.
 #[tokio::test]
-async fn list_reads_the_history_the_server_kept() {
+async fn list_shows_workflows_whose_history_was_pruned() {
     let server = TestServer::builder(Backend::Sqlite)
         .flags(&["--feed-retention", "3s", "--retention-every", "100ms"])
         .start()
@@ -978,7 +976,7 @@ async fn list_reads_the_history_the_server_kept() {
     register_in(&server, NS, "new-wf", "uid-new").await;
     let listed = run(admin(&server, &["list", "-n", NS, "-o", "name"])).await;
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
-    assert_eq!(stdout(&listed), "workflow/new-wf\n");
+    assert_eq!(stdout(&listed), format!("workflow/{WF}\nworkflow/new-wf\n"));
     let old = run(admin(&server, &["get", WF, "-n", NS, "-o", "name"])).await;
     assert_eq!(old.status.code(), Some(0), "{}", stderr(&old));
     assert_eq!(stdout(&old).lines().count(), 20);
@@ -1661,4 +1659,49 @@ async fn no_headers_prints_only_the_rows() {
     let whoami = stdout(&run(admin(&server, &["whoami", "--no-headers"])).await);
     assert!(whoami.starts_with("subject "), "{whoami}");
     assert!(!whoami.contains("FIELD"), "{whoami}");
+}
+
+/// `list -A` over 1,050 workflows in 3 namespaces: two requests (pages of 1,000), no
+/// `429`, and no request per workflow or to the feed, within the default answer budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_all_namespaces_over_a_thousand_workflows_takes_two_requests() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    for i in 0..1050 {
+        let namespace = ["argo", "team-a", "team-b"][i % 3];
+        register_in(
+            &server,
+            namespace,
+            &format!("wf-{i:04}"),
+            &format!("uid-{i:04}"),
+        )
+        .await;
+    }
+    let listed = run(admin(&server, &["list", "-A", "-o", "name"])).await;
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert_eq!(stdout(&listed).lines().count(), 1050);
+    let metrics = server.get("/metrics", None).await.text;
+    let requests = |route: &str, status: &str| -> u64 {
+        metrics
+            .lines()
+            .filter(|line| {
+                line.starts_with("argo_results_http_requests_total{")
+                    && line.contains(&format!("route=\"{route}\""))
+                    && line.contains(&format!("status=\"{status}\""))
+            })
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    println!(
+        "list -A over 1050 workflows: {} requests to /api/v1/workflows, {} answered 429",
+        requests("/api/v1/workflows", "200"),
+        metrics
+            .lines()
+            .filter(|line| line.contains("status=\"429\""))
+            .count()
+    );
+    assert_eq!(requests("/api/v1/workflows", "200"), 2, "{metrics}");
+    assert!(!metrics.contains("status=\"429\""), "{metrics}");
+    assert_eq!(requests("/api/v1/results", "200"), 0, "no feed scan");
+    let per_workflow = "/api/v1/namespaces/{namespace}/workflows/{workflow}/results";
+    assert_eq!(requests(per_workflow, "200"), 0, "no request per workflow");
 }

@@ -1,7 +1,7 @@
 //! docs/api.md section 4: reading one result and a workflow's results.
 
-use argo_results_client::ListOptions;
 use argo_results_client::proto::{AbandonRequest, ProblemCode, ResultState};
+use argo_results_client::{ListOptions, WorkflowsOptions};
 use argo_results_tests::fixtures::{NS, UID, WF, outputs, step};
 use argo_results_tests::{Backend, TestServer};
 use futures_util::StreamExt;
@@ -11,6 +11,7 @@ on_both_backends!(
     list_pages_with_continue_tokens_bound_to_their_query,
     reads_without_a_uid_see_the_newest_incarnation,
     a_missing_result_is_not_found,
+    workflows_are_listed_with_their_results_added_up,
 );
 
 /// Steps 0-1 expected, 2 reporting, 3-4 completed, 5 abandoned.
@@ -227,4 +228,106 @@ async fn a_missing_result_is_not_found(backend: Backend) {
         .expect("empty");
     assert!(empty.items.is_empty());
     assert_eq!(empty.summary.expected + empty.summary.completed, 0);
+}
+
+/// `GET /api/v1/workflows`: each incarnation's results counted by state, and the ended
+/// ones by how they ended as the controller decides (phase, else exitCode, else Error;
+/// abandoned is Error), in pages bound to their namespace.
+async fn workflows_are_listed_with_their_results_added_up(backend: Backend) {
+    let server = TestServer::builder(backend).start().await;
+    let controller = server.controller();
+    // 0 expected, 1 reporting; completed: 2 Succeeded by phase, 3 by exitCode "0",
+    // 4 Failed by exitCode "1", 5 Error (neither); 6 abandoned.
+    for i in 0..7 {
+        let s = step(i);
+        server.register(&s).await;
+        let mut report = s.report(Some(1), i != 1, None);
+        match i {
+            0 | 6 => continue,
+            2 => report.phase = Some("Succeeded".into()),
+            3 | 4 => {
+                let outputs = format!(r#"{{"exitCode":"{}"}}"#, i - 3);
+                report.outputs =
+                    Some(serde_json::value::RawValue::from_string(outputs).expect("JSON"));
+            }
+            _ => {}
+        }
+        server.send(&s, &report).await.expect("report");
+    }
+    let abandon = AbandonRequest {
+        workflow_uid: UID.into(),
+        reason: "pod deleted".into(),
+    };
+    controller
+        .abandon(NS, WF, &step(6).node_id, &abandon)
+        .await
+        .expect("abandon");
+    let reader = server.reader();
+    let in_namespace = WorkflowsOptions {
+        namespace: Some(NS.into()),
+        ..Default::default()
+    };
+    let list = reader.workflows(&in_namespace).await.expect("workflows");
+    assert_eq!(list.items.len(), 1, "{list:?}");
+    let workflow = &list.items[0];
+    assert_eq!(
+        (workflow.workflow.as_str(), workflow.workflow_uid.as_str()),
+        (WF, UID)
+    );
+    let s = workflow.summary;
+    assert_eq!(
+        (s.expected, s.reporting, s.completed, s.abandoned),
+        (1, 1, 4, 1)
+    );
+    let e = workflow.ended;
+    assert_eq!((e.succeeded, e.failed, e.error), (2, 1, 2), "{workflow:?}");
+    assert_eq!(workflow.revision, list.revision);
+    assert!(list.continue_token.is_none());
+    let elsewhere = WorkflowsOptions {
+        namespace: Some("other".into()),
+        ..Default::default()
+    };
+    assert!(
+        reader
+            .workflows(&elsewhere)
+            .await
+            .expect("other")
+            .items
+            .is_empty()
+    );
+
+    // Pages: a second incarnation of the name, one workflow a page.
+    let again = step(0).restarted();
+    let mut second = again.expectation();
+    second.workflow_uid = "5d0c9f5e-ffff-4c1e-9d0a-8b3c2f1e7a10".into();
+    controller
+        .expect(NS, WF, &again.node_id, &second)
+        .await
+        .expect("second incarnation");
+    let one = WorkflowsOptions {
+        limit: Some(1),
+        ..in_namespace.clone()
+    };
+    let first = reader.workflows(&one).await.expect("page 1");
+    let token = first.continue_token.clone().expect("a second page");
+    let next = WorkflowsOptions {
+        continue_token: Some(token.clone()),
+        ..one.clone()
+    };
+    let last = reader.workflows(&next).await.expect("page 2");
+    assert_eq!(first.items.len() + last.items.len(), 2);
+    assert_ne!(first.items[0].workflow_uid, last.items[0].workflow_uid);
+    assert!(last.continue_token.is_none());
+    // A token is bound to the namespace it lists.
+    let foreign = WorkflowsOptions {
+        namespace: None,
+        continue_token: Some(token),
+        ..Default::default()
+    };
+    let refused = reader.workflows(&foreign).await.expect_err("foreign token");
+    assert_eq!(refused.code(), Some(ProblemCode::InvalidParameter));
+    // A pod is no reader.
+    let pod = server.pod_of(&step(1));
+    let forbidden = pod.workflows(&in_namespace).await.expect_err("a pod lists");
+    assert_eq!(forbidden.code(), Some(ProblemCode::Forbidden));
 }

@@ -77,6 +77,8 @@ impl Dialect for Postgres {
         claim_columns!(),
         " FROM cron_claims WHERE cron_workflow_uid = $1 AND scheduled_time = $2 FOR UPDATE"
     );
+    // `json`, not `jsonb`: outputs may hold `\u0000`, which only `jsonb` refuses.
+    const EXIT_CODE: &'static str = "(outputs::json ->> 'exitCode')";
 
     /// A Postgres database cannot go unseen: a dropped one refuses every connection
     /// (3D000).
@@ -167,7 +169,9 @@ mod tests {
 
     fn name(url: &str, pod: Option<&str>) -> Option<String> {
         let options = PgConnectOptions::from_str(url).expect("URL");
-        named(options, pod).get_application_name().map(str::to_owned)
+        named(options, pod)
+            .get_application_name()
+            .map(str::to_owned)
     }
 
     #[test]

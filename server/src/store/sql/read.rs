@@ -1,18 +1,20 @@
-//! Reads: a result, a page and its summary (in one snapshot, `BEGIN_READ`), the feed, the
-//! head and the count of results not finished; and what the requests' pool holds.
+//! Reads: a result, a page and its summary (in one snapshot, `BEGIN_READ`), a page of the
+//! workflows with what their results add up to, the feed, the head and the count of
+//! results not finished; and what the requests' pool holds.
 //!
 //! Compiled once per database (see [`Dialect`]).
 
 use futures_util::TryStreamExt;
 
-use argo_results_proto::{NodeResult, ResultState, Summary};
+use argo_results_proto::{Ended, NodeResult, ResultState, Summary, WorkflowSummary};
 use argo_results_rules::Row;
+use argo_results_rules::clock::format_millis;
 use argo_results_rules::feed::{self, FeedBounds};
 
 use super::super::columns::{self, result_columns};
 use super::super::dialect::{ConnectionOf, Dialect};
 use super::super::error::{StoreError, StoreResult};
-use super::super::model::{FeedChunk, ListQuery, ResultPage};
+use super::super::model::{FeedChunk, ListQuery, ResultPage, WorkflowPage, WorkflowQuery};
 use super::super::page::{Filling, summarize};
 use super::This;
 
@@ -157,6 +159,43 @@ impl This {
         Ok(page)
     }
 
+    /// A page of the workflows that have results, in one snapshot.
+    pub(in crate::store) async fn workflows(
+        &self,
+        query: WorkflowQuery,
+    ) -> StoreResult<WorkflowPage> {
+        let mut tx = self.pool.begin_with(This::BEGIN_READ).await?;
+        let (revision, epoch): (i64, String) =
+            sqlx::query_as(READ_HEAD_EPOCH).fetch_one(&mut *tx).await?;
+        let (after_namespace, after_uid) = query.after.unwrap_or_default();
+        let sql = workflows_sql(This::EXIT_CODE);
+        let rows: Vec<WorkflowRow> = sqlx::query_as(&sql)
+            .bind(query.namespace.unwrap_or_default())
+            .bind(after_namespace)
+            .bind(after_uid)
+            // One more than asked: whether more follow.
+            .bind(i64::from(query.limit) + 1)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.rollback().await?;
+        let more = rows.len() > query.limit as usize;
+        let items: Vec<WorkflowSummary> = rows
+            .into_iter()
+            .take(query.limit as usize)
+            .map(workflow_summary)
+            .collect::<StoreResult<_>>()?;
+        let next = more
+            .then(|| items.last())
+            .flatten()
+            .map(|last| (last.namespace.clone(), last.workflow_uid.clone()));
+        Ok(WorkflowPage {
+            items,
+            revision,
+            epoch,
+            next,
+        })
+    }
+
     /// Changes after `since` in revision order, up to the committed head; `410 gone`
     /// unless `since` is in the retained history of the store's epoch (`epoch`, when the
     /// reader says).
@@ -220,4 +259,81 @@ impl This {
         self.in_place()?;
         Ok(sqlx::query_scalar(READ_HEAD).fetch_one(&self.pool).await?)
     }
+}
+
+/// The workflows that have results, each incarnation's counts by state and by how its
+/// ended results ended (as [`Ended`] says), after ($2, $3) by (namespace, workflow UID),
+/// in namespace $1 ('' for all), $4 at most. `exit_code` is the dialect's `EXIT_CODE`;
+/// `outputs` is read only for completed results without a phase.
+fn workflows_sql(exit_code: &str) -> String {
+    let ended = format!(
+        "CASE WHEN state = 'abandoned' THEN 'Error' \
+         WHEN state <> 'completed' THEN NULL \
+         WHEN phase IN ('Succeeded', 'Failed', 'Error') THEN phase \
+         WHEN {exit_code} = '0' THEN 'Succeeded' \
+         WHEN {exit_code} IS NOT NULL THEN 'Failed' \
+         ELSE 'Error' END"
+    );
+    let count = |column: &str, value: &str| {
+        format!("SUM(CASE WHEN {column} = '{value}' THEN 1 ELSE 0 END)")
+    };
+    format!(
+        "SELECT namespace, workflow_uid, MIN(workflow), {}, {}, {}, {}, {}, {}, {}, \
+         MIN(created_at), MAX(updated_at), MAX(revision) \
+         FROM (SELECT namespace, workflow_uid, workflow, state, created_at, updated_at, \
+         revision, {ended} AS ended FROM results WHERE ($1 = '' OR namespace = $1) \
+         AND (namespace > $2 OR (namespace = $2 AND workflow_uid > $3))) AS r \
+         GROUP BY namespace, workflow_uid ORDER BY namespace, workflow_uid LIMIT $4",
+        count("state", "expected"),
+        count("state", "reporting"),
+        count("state", "completed"),
+        count("state", "abandoned"),
+        count("ended", "Succeeded"),
+        count("ended", "Failed"),
+        count("ended", "Error"),
+    )
+}
+
+/// A row of [`workflows_sql`].
+type WorkflowRow = (
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+);
+
+fn workflow_summary(row: WorkflowRow) -> StoreResult<WorkflowSummary> {
+    let (namespace, workflow_uid, workflow, expected, reporting, completed, abandoned) =
+        (row.0, row.1, row.2, row.3, row.4, row.5, row.6);
+    let count = |n: i64| {
+        u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("a count of {n} results")))
+    };
+    Ok(WorkflowSummary {
+        summary: Summary {
+            expected: count(expected)?,
+            reporting: count(reporting)?,
+            completed: count(completed)?,
+            abandoned: count(abandoned)?,
+        },
+        ended: Ended {
+            succeeded: count(row.7)?,
+            failed: count(row.8)?,
+            error: count(row.9)?,
+        },
+        created_at: format_millis(row.10),
+        updated_at: format_millis(row.11),
+        revision: row.12,
+        namespace,
+        workflow,
+        workflow_uid,
+    })
 }

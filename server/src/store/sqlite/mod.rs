@@ -65,6 +65,8 @@ impl Dialect for Sqlite {
         claim_columns!(),
         " FROM cron_claims WHERE cron_workflow_uid = $1 AND scheduled_time = $2"
     );
+    // A number is text as Postgres' `->>` gives it.
+    const EXIT_CODE: &'static str = "CAST(json_extract(outputs, '$.exitCode') AS TEXT)";
 
     /// SQLite goes on writing to a file deleted or replaced under it, and what it then
     /// acknowledges is gone with the next restart: a write or a probe finds it out first,
