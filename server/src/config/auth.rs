@@ -163,10 +163,7 @@ pub enum AuthError {
     )]
     IssuerRequired,
     #[error("--jwks-file {path}: {source}")]
-    Jwks {
-        path: String,
-        source: JwksFileError,
-    },
+    Jwks { path: String, source: JwksFileError },
     #[error("Kubernetes API (in-cluster config or KUBECONFIG): {0}")]
     Kube(kube::Error),
     #[error("dev key: {0}")]
@@ -222,12 +219,11 @@ impl AuthFlags {
                     issuer: issuer.ok_or(AuthError::IssuerRequired)?,
                     lifetime,
                 };
-                let file = JwksFile::watch(path.clone(), policy).map_err(|source| {
-                    AuthError::Jwks {
+                let file =
+                    JwksFile::watch(path.clone(), policy).map_err(|source| AuthError::Jwks {
                         path: path.display().to_string(),
                         source,
-                    }
-                })?;
+                    })?;
                 Verifier::KeysFile(file)
             }
             (None, Some(kube)) if self.kube_jwks => Verifier::KubeKeys(KubeKeys::start(

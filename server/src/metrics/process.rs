@@ -96,7 +96,11 @@ impl Collector for Process {
                 "Virtual memory size in bytes",
                 status_bytes("VmSize"),
             ),
-            ("process_open_fds", "Number of open file descriptors", open_fds()),
+            (
+                "process_open_fds",
+                "Number of open file descriptors",
+                open_fds(),
+            ),
             (
                 "process_max_fds",
                 "Maximum number of open file descriptors",
