@@ -1936,3 +1936,70 @@ async fn a_stalled_http2_connection_stays_within_a_budget() {
     assert!(took < Duration::from_secs(1), "the admin waited {took:?}");
     assert_eq!(after.status, 200);
 }
+
+/// A body cut in 1-byte pieces (a byte per `send()`, or per chunk) holds what it weighs:
+/// each piece as received pins the read buffer it was cut from, which `--max-body-memory`
+/// did not count (one request of 1.13 MB took the server from 33 to 702 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_in_one_byte_pieces_holds_what_it_weighs() {
+    let server = TestServer::builder(Backend::Sqlite).start().await;
+    let value = "v".repeat(300_000);
+    let body = |s: &Step| -> Vec<u8> {
+        let outputs = format!(r#"{{"parameters":[{{"name":"p","value":"{value}"}}]}}"#);
+        serde_json::to_vec(&s.report(Some(1), true, Some(&outputs))).expect("JSON")
+    };
+    let rss_before = server.rss_mib();
+    // Two bodies a byte per send, one a byte per chunk, all but their last byte.
+    let mut pieces = Vec::new();
+    for (i, chunked) in [(1, false), (2, false), (3, true)] {
+        let s = step(i);
+        let body = body(&s);
+        let mut stream = TcpStream::connect(server.address()).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        let head = if chunked {
+            put_head(&server, &result_path(&s), &pod_token(&s), 0)
+                .replace("Content-Length: 0\r\n", "Transfer-Encoding: chunked\r\n")
+        } else {
+            put_head(&server, &result_path(&s), &pod_token(&s), body.len())
+        };
+        stream.write_all(head.as_bytes()).await.expect("head");
+        let (last, most) = body.split_last().expect("a body");
+        for byte in most {
+            let piece = if chunked {
+                [b"1\r\n".as_slice(), &[*byte], b"\r\n"].concat()
+            } else {
+                vec![*byte]
+            };
+            stream.write_all(&piece).await.expect("a piece");
+        }
+        pieces.push((stream, *last, chunked));
+    }
+    // Every piece but the last was received: what they hold is held now.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_during = server.rss_mib();
+    let mut answers = Vec::new();
+    for (mut stream, last, chunked) in pieces {
+        let end = if chunked {
+            [b"1\r\n".as_slice(), &[last], b"\r\n0\r\n\r\n"].concat()
+        } else {
+            vec![last]
+        };
+        stream.write_all(&end).await.expect("the last piece");
+        answers.push(answer_within(&mut stream, Duration::from_secs(20)).await.0);
+    }
+    figure(
+        "bodies in 1-byte pieces",
+        format!(
+            "3 reports of {} KB sent a byte per send (2) or per chunk (1): RSS {rss_before:.0} \
+             -> {rss_during:.0} MiB; answered {:?}",
+            body(&step(1)).len() / 1000,
+            tally(answers.iter().copied())
+        ),
+    );
+    assert_eq!(answers, [201, 201, 201], "each report stored");
+    assert!(
+        rss_during - rss_before < 64.0,
+        "900 KB of bodies took {:.0} MiB",
+        rss_during - rss_before
+    );
+}
