@@ -121,6 +121,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         admission: http::Admission::new(admission),
         pod_writes: http::PodWrites::new(config.admission.pod_write_budget()),
         api_connections: listening.api_guard.clone(),
+        readiness: http::Readiness::default(),
     });
     let url = listening.url()?;
     if let Some(dev) = &dev {

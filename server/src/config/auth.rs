@@ -77,7 +77,8 @@ pub struct AuthFlags {
 
     /// Accept tokens of any issuer (`iss` must still be present): with --jwks-file, trust
     /// whoever the JWKS's keys sign for; with --kube-jwks, also the cluster's former
-    /// issuers.
+    /// issuers. Roles go by subject alone, so the subjects of every such issuer are one:
+    /// for issuers that are one authority only.
     #[arg(
         long,
         env = "ARGO_RESULTS_ANY_ISSUER",

@@ -27,6 +27,7 @@ mod workflows;
 
 pub use admission::Admission;
 pub use pod_writes::PodWrites;
+pub use probes::Readiness;
 pub use state::{AppState, Shared};
 
 use std::sync::Arc;

@@ -6,6 +6,7 @@ use tokio::sync::watch;
 
 use super::admission::Admission;
 use super::pod_writes::PodWrites;
+use super::probes::Readiness;
 use crate::auth::{AuthError, Authenticator, Caller, Verb};
 use crate::listener::Guard;
 use crate::metrics::Metrics;
@@ -48,6 +49,8 @@ pub struct Shared {
     pub pod_writes: PodWrites,
     /// The API listener's connections: readiness fails while they are all in use.
     pub api_connections: Guard,
+    /// The store's last answer to `/readyz`, kept a second.
+    pub readiness: Readiness,
 }
 
 impl AppState {
