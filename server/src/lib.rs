@@ -122,6 +122,7 @@ pub async fn run(config: Config) -> Result<(), StartError> {
         pod_writes: http::PodWrites::new(config.admission.pod_write_budget()),
         api_connections: listening.api_guard.clone(),
         readiness: http::Readiness::default(),
+        refusal_log: http::RefusalLog::default(),
     });
     let url = listening.url()?;
     if let Some(dev) = &dev {

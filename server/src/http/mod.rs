@@ -27,6 +27,7 @@ mod workflows;
 
 pub use admission::Admission;
 pub use pod_writes::PodWrites;
+pub use observe::RefusalLog;
 pub use probes::Readiness;
 pub use state::{AppState, Shared};
 

@@ -6,6 +6,7 @@ use tokio::sync::watch;
 
 use super::admission::Admission;
 use super::pod_writes::PodWrites;
+use super::observe::RefusalLog;
 use super::probes::Readiness;
 use crate::auth::{AuthError, Authenticator, Caller, Verb};
 use crate::listener::Guard;
@@ -51,6 +52,8 @@ pub struct Shared {
     pub api_connections: Guard,
     /// The store's last answer to `/readyz`, kept a second.
     pub readiness: Readiness,
+    /// How many `401` lines the log took this second.
+    pub refusal_log: RefusalLog,
 }
 
 impl AppState {

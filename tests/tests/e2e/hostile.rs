@@ -2038,3 +2038,55 @@ async fn a_flood_of_readiness_probes_asks_the_store_once_a_second() {
     // A second of probes asks once; the margin is the seconds the loop may span.
     assert!(asked <= 2 + seconds as u64, "{asked} store calls");
 }
+
+/// A stranger's flood of requests without a token does not turn the log over: ten `401`
+/// lines a second at INFO, the rest at DEBUG, and their count logged once the second is
+/// over (49,943 such requests a second wrote 9.2 MB/s of log).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_refusals_is_logged_by_its_count() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&["--log-format", "json"])
+        .env("RUST_LOG", "info")
+        .start()
+        .await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/api/v1/whoami", server.url());
+    let started = Instant::now();
+    for _ in 0..400 {
+        let answer = client.get(&url).bearer_auth("not-a-token").send().await;
+        assert_eq!(answer.expect("whoami").status(), 401);
+    }
+    let seconds = started.elapsed().as_secs() + 1;
+    // A request in a later second closes the last one's count.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    server
+        .get("/api/v1/whoami", Some("still-not-a-token"))
+        .await;
+    let log = server.log();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let refused_lines = lines
+        .iter()
+        .filter(|line| line["fields"]["status"] == 401)
+        .count() as u64;
+    let unlogged: u64 = lines
+        .iter()
+        .filter_map(|line| line["fields"]["unlogged"].as_u64())
+        .sum();
+    figure(
+        "refusal flood",
+        format!(
+            "401 requests over {seconds} s: {refused_lines} logged one line each, {unlogged} \
+             counted; log {} KB",
+            log.len() / 1000
+        ),
+    );
+    assert!(refused_lines <= 10 * (seconds + 1), "{refused_lines} lines");
+    assert_eq!(
+        refused_lines + unlogged,
+        401,
+        "each refusal logged or counted"
+    );
+}
