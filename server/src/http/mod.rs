@@ -26,8 +26,8 @@ mod whoami;
 mod workflows;
 
 pub use admission::Admission;
-pub use pod_writes::PodWrites;
 pub use observe::RefusalLog;
+pub use pod_writes::PodWrites;
 pub use probes::Readiness;
 pub use state::{AppState, Shared};
 

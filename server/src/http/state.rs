@@ -5,8 +5,8 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::admission::Admission;
-use super::pod_writes::PodWrites;
 use super::observe::RefusalLog;
+use super::pod_writes::PodWrites;
 use super::probes::Readiness;
 use crate::auth::{AuthError, Authenticator, Caller, Verb};
 use crate::listener::Guard;
