@@ -711,6 +711,20 @@ impl TestServer {
     }
 
     /// `GET path` with `token`.
+    /// `/readyz`'s answer once it is `status`: the server keeps the store's part of it for
+    /// a second, so a change shows within that.
+    pub async fn readyz_until(&self, status: u16) -> Raw {
+        crate::eventually(
+            format!("/readyz {status}"),
+            Duration::from_secs(10),
+            async || {
+                let answer = self.get("/readyz", None).await;
+                (answer.status == status).then_some(answer)
+            },
+        )
+        .await
+    }
+
     pub async fn get(&self, path: &str, token: Option<&str>) -> Raw {
         self.raw(reqwest::Method::GET, path, token, None, Vec::new())
             .await

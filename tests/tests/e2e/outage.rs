@@ -30,7 +30,7 @@ async fn a_database_outage_answers_503_and_recovers() {
     );
 
     postgres.stop();
-    let readyz = server.get("/readyz", None).await;
+    let readyz = server.readyz_until(503).await;
     assert_eq!(
         (readyz.status, readyz.json["code"].as_str()),
         (503, Some("unavailable"))
@@ -71,7 +71,7 @@ async fn a_database_outage_answers_503_and_recovers() {
     )
     .await;
     assert_eq!(stored.status, 201);
-    assert_eq!(server.get("/readyz", None).await.status, 200);
+    server.readyz_until(200).await;
     let listed = server
         .client(None)
         .list_results(NS, WF, &Default::default())
@@ -162,7 +162,7 @@ async fn a_dropped_database_answers_503() {
     // The first finds its connection terminated, the next no database to connect to.
     let terminated = put_report(&postgres, 2).await;
     let dropped = put_report(&postgres, 3).await;
-    let readyz = postgres.get("/readyz", None).await;
+    let readyz = postgres.readyz_until(503).await;
 
     let sqlite = TestServer::builder(Backend::Sqlite)
         .auth(Auth::None)
@@ -172,7 +172,7 @@ async fn a_dropped_database_answers_503() {
     let file = sqlite.dir.path().join("results.db");
     std::fs::remove_file(&file).expect("remove the SQLite file");
     let deleted = put_report(&sqlite, 2).await;
-    let sqlite_readyz = sqlite.get("/readyz", None).await;
+    let sqlite_readyz = sqlite.readyz_until(503).await;
     println!(
         "dropped databases: Postgres {} then {} {}; SQLite {} {}",
         terminated.status,
