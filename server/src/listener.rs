@@ -2,11 +2,14 @@
 //! way against clients that connect and then hold on:
 //!
 //! - at most `--max-open-connections` connections are open at once, and at most
-//!   `--max-connections-per-peer` from one address. At either cap, the oldest connection
-//!   (of that address, for its cap) without a request answered or in flight, silent for
-//!   0.1 s or open for 1 s (an idle socket of a flood), is closed to make room; only when there is none
-//!   is the newcomer closed as it arrives (and the log says so). So a flood of sockets can neither exhaust the process's file
-//!   descriptors nor lock out clients that use their connections;
+//!   `--max-connections-per-peer` from one address. At either cap, the connection (of that
+//!   address, for its cap) unused longest is closed to make room, whether or not it was
+//!   ever answered: one with no request in flight and none answered for 1 s (0.1 s for a
+//!   socket that never spoke), where probes, scrapes and requests refused `401` or `403`
+//!   are no use. Only when there is none is the newcomer closed as it arrives (and the
+//!   log says so). So a flood of sockets, idle or busy with probes or refused requests,
+//!   can neither exhaust the process's file descriptors nor lock out clients that use
+//!   their connections;
 //! - a connection must send its first byte within 3 s (or `--header-timeout`, if
 //!   shorter): every real client speaks at once;
 //! - a connection's TLS handshake, its first request's headers and (HTTP/1.1) every later
@@ -27,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::http::{Request, Response};
 use axum_server::Server;
 use axum_server::accept::Accept;
 use futures_util::task::AtomicWaker;
@@ -53,9 +57,14 @@ const MAX_STREAMS: u32 = 32;
 /// How long a new connection may stay silent: a client that connects speaks at once.
 const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// How long a connection may go without a request in flight or answered before it may be
-/// closed to make room for another: not one that is still sending its first headers.
+/// How long a connection may go unused (no request in flight, none of use answered) before
+/// it may be closed to make room for another: not one that is still sending its first
+/// headers, nor a client's between two requests.
 const UNUSED_AFTER: Duration = Duration::from_secs(1);
+
+/// Routes whose requests are no use of a connection: kubelet's probes and Prometheus's
+/// scrapes, which a stranger may send without a token to keep sockets looking busy.
+const NO_USE: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 /// The same for a connection that has sent nothing at all.
 const SILENT_AFTER: Duration = Duration::from_millis(100);
 
@@ -145,15 +154,15 @@ impl Open {
         }
     }
 
-    /// The oldest connection (of `peer`, if given) that has neither had a request
-    /// answered nor has one in flight: an idle socket, the first to go when room is needed.
-    fn idle_since_open(&self, peer: Option<IpAddr>) -> Option<u64> {
+    /// The connection (of `peer`, if given) unused longest, if one is unused long enough
+    /// to be closed when room is needed ([`Activity::unused_for`]).
+    fn unused_longest(&self, peer: Option<IpAddr>) -> Option<u64> {
         self.connections
             .iter()
-            .find(|(_, (from, activity))| {
-                peer.is_none_or(|peer| *from == peer) && activity.never_used()
-            })
-            .map(|(id, _)| *id)
+            .filter(|(_, (from, _))| peer.is_none_or(|peer| *from == peer))
+            .filter_map(|(id, (_, activity))| Some((activity.unused_for()?, *id)))
+            .max()
+            .map(|(_, id)| id)
     }
 
     /// Closes connection `id` to make room.
@@ -189,11 +198,11 @@ impl Guard {
     }
 
     /// Whether the listener is full of connections in use, so that a newcomer would be
-    /// closed: the replica cannot serve, and should leave the Service until it can.
+    /// closed (none unused long enough to make room): the replica cannot serve, and should
+    /// leave the Service until it can.
     pub fn saturated(&self) -> bool {
         let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        open.connections.len() >= self.limits.max_connections
-            && open.idle_since_open(None).is_none()
+        open.connections.len() >= self.limits.max_connections && open.unused_longest(None).is_none()
     }
 
     /// Logs `what` at most every [`WARN_EVERY`] across this listener's warnings.
@@ -237,17 +246,17 @@ impl Guard {
         }
     }
 
-    /// Registers a connection from `peer`, making room by closing the oldest idle one at
+    /// Registers a connection from `peer`, making room by closing the one unused longest at
     /// the cap; its id, or why it is refused.
     fn admit(&self, peer: IpAddr, activity: &Arc<Activity>) -> Result<u64, Refused> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if open.per_peer.get(&peer).copied().unwrap_or(0) >= self.limits.max_per_peer {
-            let oldest = open.idle_since_open(Some(peer)).ok_or(Refused::Peer)?;
+            let oldest = open.unused_longest(Some(peer)).ok_or(Refused::Peer)?;
             open.evict(oldest);
             self.metrics.connection_evicted(self.name);
         }
         if open.connections.len() >= self.limits.max_connections {
-            let oldest = open.idle_since_open(None).ok_or(Refused::Full)?;
+            let oldest = open.unused_longest(None).ok_or(Refused::Full)?;
             open.evict(oldest);
             self.metrics.connection_evicted(self.name);
         }
@@ -335,8 +344,9 @@ struct Activity {
     in_flight: AtomicUsize,
     /// Milliseconds from `started` to the end of the last request.
     idle_since: AtomicU64,
-    /// Requests answered.
-    answered: AtomicU64,
+    /// Milliseconds from `started` to the end of the last request of use (not a probe, not
+    /// refused `401` or `403`), plus one; 0 before the first.
+    used_at: AtomicU64,
     /// A byte arrived.
     spoke: AtomicBool,
     /// The guard closed it to make room.
@@ -351,26 +361,30 @@ impl Activity {
             started: Instant::now(),
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(0),
-            answered: AtomicU64::new(0),
+            used_at: AtomicU64::new(0),
             spoke: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             reader: AtomicWaker::new(),
         }
     }
 
-    /// Nothing was ever answered on it nor is in flight, and it has been silent for
-    /// [`SILENT_AFTER`] or open for [`UNUSED_AFTER`]: a real client speaks at once, and has
-    /// sent its first request's headers within a second.
-    fn never_used(&self) -> bool {
-        let age = self.started.elapsed();
-        let waited = if self.spoke.load(Ordering::SeqCst) {
-            UNUSED_AFTER
-        } else {
+    /// How long it has gone unused, if no request is in flight and that is long enough to
+    /// close it when room is needed: [`UNUSED_AFTER`] since its last request of use (or
+    /// since it opened), or [`SILENT_AFTER`] since it opened for one that never spoke (a
+    /// real client speaks at once).
+    fn unused_for(&self) -> Option<Duration> {
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        let used_at = self.used_at.load(Ordering::SeqCst);
+        let since = Duration::from_millis(used_at.saturating_sub(1));
+        let unused = self.started.elapsed().saturating_sub(since);
+        let enough = if used_at == 0 && !self.spoke.load(Ordering::SeqCst) {
             SILENT_AFTER
+        } else {
+            UNUSED_AFTER
         };
-        age >= waited
-            && self.answered.load(Ordering::SeqCst) == 0
-            && self.in_flight.load(Ordering::SeqCst) == 0
+        (unused >= enough).then_some(unused)
     }
 
     /// Closes the connection: its next read fails, and its reader is woken to make it.
@@ -391,34 +405,45 @@ impl Activity {
 
 /// A request in flight on its connection until dropped.
 #[derive(Debug)]
-struct Busy(Arc<Activity>);
+struct Busy {
+    activity: Arc<Activity>,
+    /// Whether it was of use ([`NO_USE`], `401`, `403`), known once it is answered.
+    of_use: bool,
+}
 
 impl Busy {
     fn new(activity: &Arc<Activity>) -> Self {
         activity.in_flight.fetch_add(1, Ordering::SeqCst);
-        Busy(Arc::clone(activity))
+        Busy {
+            activity: Arc::clone(activity),
+            of_use: false,
+        }
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        let since = self.0.started.elapsed().as_millis() as u64;
-        self.0.idle_since.store(since, Ordering::SeqCst);
-        self.0.answered.fetch_add(1, Ordering::SeqCst);
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        let activity = &self.activity;
+        let since = activity.started.elapsed().as_millis() as u64;
+        activity.idle_since.store(since, Ordering::SeqCst);
+        if self.of_use {
+            activity.used_at.store(since + 1, Ordering::SeqCst);
+        }
+        activity.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-/// The connection's service, counting its requests in flight until they are answered.
+/// The connection's service, counting its requests in flight until they are answered, and
+/// noting which were of use.
 #[derive(Debug, Clone)]
 pub struct Counted<S> {
     inner: S,
     activity: Arc<Activity>,
 }
 
-impl<S, R> Service<R> for Counted<S>
+impl<S, B, A> Service<Request<B>> for Counted<S>
 where
-    S: Service<R>,
+    S: Service<Request<B>, Response = Response<A>>,
     S::Future: Send + 'static,
 {
     type Response = S::Response;
@@ -429,11 +454,16 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: R) -> Self::Future {
-        let busy = Busy::new(&self.activity);
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let probe = NO_USE.contains(&request.uri().path());
+        let mut busy = Busy::new(&self.activity);
         let answer = self.inner.call(request);
         Box::pin(async move {
             let answer = answer.await;
+            if let Ok(response) = &answer {
+                let refused = matches!(response.status().as_u16(), 401 | 403);
+                busy.of_use = !probe && !refused;
+            }
             drop(busy);
             answer
         })

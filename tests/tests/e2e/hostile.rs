@@ -1366,7 +1366,7 @@ async fn readiness_says_only_ready_or_not() {
     let server = postgres.serve().await;
     assert_eq!(server.get("/readyz", None).await.status, 200);
     postgres.stop();
-    let readyz = server.get("/readyz", None).await;
+    let readyz = server.readyz_until(503).await;
     figure(
         "readyz",
         format!(
@@ -2089,4 +2089,82 @@ async fn a_flood_of_refusals_is_logged_by_its_count() {
         401,
         "each refusal logged or counted"
     );
+}
+
+/// Connections kept busy with what is no use (probes, requests without a token) are
+/// evicted for newcomers: a stranger holding every one of the 32 places with a `/healthz`
+/// or a refused `whoami` on each every 0.3 s locked every other caller out, and `/readyz`
+/// said not ready throughout, because a connection once answered was never closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_busy_with_no_use_are_evicted_for_newcomers() {
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&[
+            "--metrics-listen",
+            &metrics,
+            "--max-open-connections",
+            "32",
+            "--max-connections-per-peer",
+            "32",
+        ])
+        .start()
+        .await;
+    let address = server.address().to_owned();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<JoinHandle<u64>> = (0..32)
+        .map(|i| {
+            let (address, stop) = (address.clone(), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let Ok(mut stream) = TcpStream::connect(&address).await else {
+                    return 0;
+                };
+                let path = if i % 2 == 0 {
+                    "/healthz"
+                } else {
+                    "/api/v1/whoami"
+                };
+                let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n\r\n");
+                let mut answered = 0;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    if stream.write_all(request.as_bytes()).await.is_err() {
+                        break;
+                    }
+                    match answer_within(&mut stream, Duration::from_secs(2)).await.0 {
+                        0 => break,
+                        _ => answered += 1,
+                    }
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
+                answered
+            })
+        })
+        .collect();
+    // Every place taken and answered at least once, then past the second a use counts.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let ready = reqwest::get(format!("http://{metrics}/readyz"))
+        .await
+        .map_or(0, |answer| answer.status().as_u16());
+    let newcomers: Vec<u16> = join_all((0..4).map(|_| fresh_whoami(server.url(), None))).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let answered: u64 = join_all(busy)
+        .await
+        .into_iter()
+        .map(|n| n.unwrap_or(0))
+        .sum();
+    let evicted = metric(
+        &format!("http://{metrics}"),
+        "argo_results_http_connections_evicted_total{listener=\"api\"} ",
+    )
+    .await;
+    figure(
+        "connections busy with no use",
+        format!(
+            "32 of 32 places, each a probe or a refused whoami every 0.3 s ({answered} \
+             answered): /readyz {ready}, 4 newcomers' whoami {:?}, {evicted} evicted",
+            tally(newcomers.iter().copied())
+        ),
+    );
+    assert_eq!(ready, 200, "the places are held by no work");
+    assert_eq!(newcomers, [200; 4]);
+    assert!(evicted > 0, "{evicted} evicted");
 }
