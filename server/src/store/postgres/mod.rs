@@ -107,7 +107,8 @@ impl Postgres {
         // Replicas starting together serialize here: sqlx holds an advisory lock while
         // migrating.
         let mut migrator = sqlx::migrate!("../migrations/postgres");
-        // Migrations only add, so an older release (a rollback) runs on a newer schema.
+        // Migrations keep what an older release reads (docs/operations.md, "Rules for a new
+        // migration"), so an older release (a rollback) runs on a newer schema.
         migrator.set_ignore_missing(true);
         migrator.run(&db.pool).await?;
         Ok(db)

@@ -153,7 +153,8 @@ impl Sqlite {
             kept: None,
         };
         let mut migrator = sqlx::migrate!("../migrations/sqlite");
-        // Migrations only add, so an older release (a rollback) runs on a newer schema.
+        // Migrations keep what an older release reads (docs/operations.md, "Rules for a new
+        // migration"), so an older release (a rollback) runs on a newer schema.
         migrator.set_ignore_missing(true);
         migrator.run(&db.pool).await?;
         Ok(db)
