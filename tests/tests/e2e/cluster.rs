@@ -664,3 +664,60 @@ async fn rbac_a_rule_removed_from_deploy_base_is_a_403() {
         failures[0]
     );
 }
+
+/// `--help`'s "Example (production)" starts as written against the real API server, the
+/// cluster's keys and discovery: only the database (the test's Postgres) and the port (any
+/// free one) are the test's. Its `--controller` and `--reader` then hold: the controller's
+/// account and the admin's get their roles.
+#[tokio::test]
+async fn the_help_production_example_starts() {
+    let help =
+        std::process::Command::new(argo_results_tests::server::binary("argo-results-server"))
+            .arg("--help")
+            .output()
+            .expect("--help");
+    let help = String::from_utf8(help.stdout).expect("UTF-8");
+    let example: String = help
+        .lines()
+        .skip_while(|line| !line.starts_with("Example (production):"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.trim().trim_end_matches('\\'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words: Vec<&str> = example.split_whitespace().collect();
+    assert_eq!(words.first(), Some(&"argo-results-server"), "{example}");
+    // The database is the harness's (it passes --database-url itself); the port any.
+    let mut flags = Vec::new();
+    let mut rest = words[1..].iter();
+    while let Some(word) = rest.next() {
+        match *word {
+            "--database-url" => {
+                rest.next();
+            }
+            "--listen" => {
+                let address = rest.next().expect("an address");
+                let host = address.rsplit_once(':').expect("host:port").0;
+                flags.extend(["--listen".to_owned(), format!("{host}:0")]);
+            }
+            other => flags.push(other.to_owned()),
+        }
+    }
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let cluster = cluster();
+    let server = server(cluster, Backend::Postgres, &flags).await;
+    let roles = async |subject: &str| {
+        let token = account_token(cluster, subject).await;
+        server.get("/api/v1/whoami", Some(&token)).await.json["roles"].clone()
+    };
+    assert_eq!(
+        roles("system:serviceaccount:argo:argo").await,
+        serde_json::json!(["reader", "controller"]),
+        "the example: {example}"
+    );
+    assert_eq!(
+        roles("system:serviceaccount:argo:argo-results-admin").await,
+        serde_json::json!(["reader"]),
+        "the example: {example}"
+    );
+}
