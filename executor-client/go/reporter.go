@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -95,6 +96,10 @@ type Reporter struct {
 	config    ReporterConfig
 	namespace string
 	client    *Client
+	// mu makes taking a sequence and recording outputsTaken one step (see Progress).
+	mu sync.Mutex
+	// outputsTaken: a report with outputs, or the final one, took its sequence.
+	outputsTaken bool
 }
 
 // retryLogEvery is how often a retry is logged after the first, which is logged at once
@@ -185,10 +190,26 @@ func (r *Reporter) Start(ctx context.Context) error {
 // Progress reports the step's progress, N/M (argoexec's monitorProgress). Like argoexec's
 // failed progress updates, one the server does not store because the result is already
 // completed, or a newer report is, is only logged: it returns nil.
+//
+// Once a report of this reporter with outputs, or its final one, took its sequence,
+// progress is not sent at all, only logged: argoexec's monitorProgress goes on while wait
+// reports (Wait starts it on a context that stays live through PostMain), and a progress
+// stored under a later sequence while that report's answer is lost would have its retry,
+// under its own sequence, refused as stale, and the step's outputs with it. The other
+// process of a pod that reports, argoexec's main of a resource or data template, sends
+// outputs and never progress.
 func (r *Reporter) Progress(ctx context.Context, progress string) error {
 	_, err := r.report(ctx, ReportRequest{Progress: progress})
+	if errors.Is(err, errProgressAfterOutputs) {
+		logTo(ctx, r.config.Logger, slog.LevelInfo, "argo-results: not sent",
+			map[string]any{"report": "progress " + progress, "node": r.config.NodeID, "why": err.Error()})
+		return nil
+	}
 	return r.gaveUp(ctx, "progress", r.progressOnly(err, "progress "+progress))
 }
+
+// errProgressAfterOutputs: a progress report after outputs or the final report (Progress).
+var errProgressAfterOutputs = errors.New("the outputs or the final report were sent; progress would overtake them")
 
 // progressOnly: a report of no outputs refused because newer ones are stored changed
 // nothing that matters.
@@ -257,7 +278,7 @@ func (r *Reporter) Finalize(ctx context.Context, final FinalReport) (*NodeResult
 
 // report fills in the identity and a new sequence and sends body.
 func (r *Reporter) report(ctx context.Context, body ReportRequest) (*NodeResult, error) {
-	sequence, err := r.sequence()
+	sequence, err := r.take(body)
 	if err != nil {
 		return nil, err
 	}
@@ -278,6 +299,22 @@ func (r *Reporter) gaveUp(ctx context.Context, what string, err error) error {
 			map[string]any{"report": what, "node": r.config.NodeID, "error": err.Error()})
 	}
 	return err
+}
+
+// take is body's sequence, or errProgressAfterOutputs for a progress report that would
+// come after outputs or the final report (Progress).
+func (r *Reporter) take(body ReportRequest) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	carriesOutputs := body.Final || body.Outputs != nil
+	if !carriesOutputs && body.Progress != "" && r.outputsTaken {
+		return 0, errProgressAfterOutputs
+	}
+	sequence, err := r.sequence()
+	if err == nil && carriesOutputs {
+		r.outputsTaken = true
+	}
+	return sequence, err
 }
 
 // sequence is the next value of the counter file, or of the clock without one.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -70,10 +71,86 @@ func TestReport(t *testing.T) {
 		if err := writeFile(tokenFile, "not-a-token"); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.Progress(ctx, "3/3"); CodeOf(err) != CodeUnauthenticated {
+		if _, err := r.Outputs(ctx, json.RawMessage(params)); CodeOf(err) != CodeUnauthenticated {
 			t.Errorf("with the token file's new content: %v, want unauthenticated", err)
 		}
 	})
+}
+
+// monitorProgress goes on while wait sends its final report. A progress update then must
+// not take a later sequence: stored while the final report's first attempt is still on its
+// way (or its answer lost), it would have that attempt, or its retry under the same
+// sequence, refused as stale_sequence, and the step's outputs lost.
+func TestProgressNeverOvertakesTheFinalReport(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b)
+		ctx := testContext(t)
+		st := testWorkflow("overtake").step(1)
+		dir := t.TempDir()
+		tokenFile := filepath.Join(dir, "token")
+		s.writeToken(st, tokenFile)
+		held, release := make(chan struct{}), make(chan struct{})
+		logged := &recordingLogger{}
+		r, err := NewReporter(ReporterConfig{
+			URL: s.url, TokenFile: tokenFile, Namespace: testNamespace,
+			Workflow: st.workflow.Name, WorkflowUID: st.workflow.UID, NodeID: st.nodeID,
+			PodName: st.podName, PodUID: st.podUID,
+			SequenceFile: filepath.Join(dir, SequenceFileName), Logger: logged,
+			HTTPClient: &http.Client{Transport: holdFirstFinal{held, release, &sync.Once{}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Progress(ctx, "1/3"); err != nil {
+			t.Fatalf("progress: %v", err)
+		}
+		finalized := make(chan error, 1)
+		go func() {
+			_, err := r.Finalize(ctx, FinalReport{Outputs: json.RawMessage(`{"parameters":[{"name":"rows","value":"42"}]}`), ExitCodes: map[string]int{"main": 0}})
+			finalized <- err
+		}()
+		<-held
+		if err := r.Progress(ctx, "3/3"); err != nil {
+			t.Errorf("progress while the final report is on its way: %v", err)
+		}
+		close(release)
+		if err := <-finalized; err != nil {
+			t.Fatalf("the final report, overtaken by progress: %v", err)
+		}
+		got := s.stored(st)
+		if got.State != StateCompleted || deref(got.Progress) != "1/3" {
+			t.Errorf("stored %s, progress %s; want completed, 1/3", got.State, deref(got.Progress))
+		}
+		jsonEqual(t, "the completed outputs", got.Outputs, `{"exitCode":"0","parameters":[{"name":"rows","value":"42"}]}`)
+		if !logged.has("argo-results: not sent") {
+			t.Errorf("the progress held back was not logged: %v", logged.messages())
+		}
+	})
+}
+
+// holdFirstFinal delays the first final report in the network until release is closed,
+// after saying so on held: the network being slow, which the real server cannot be made to
+// be on demand.
+type holdFirstFinal struct {
+	held, release chan struct{}
+	once          *sync.Once
+}
+
+func (h holdFirstFinal) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"final":true`)) {
+			h.once.Do(func() {
+				close(h.held)
+				<-h.release
+			})
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
 }
 
 func TestReplay(t *testing.T) {
