@@ -360,6 +360,82 @@ mod tests {
         assert!(planned.batch.is_none(), "nothing to commit");
     }
 
+    #[test]
+    fn a_refused_write_between_two_writes_takes_no_revision() {
+        let writes = [
+            (key("a"), report(2, false, r#"{"x":2}"#)),
+            (key("b"), Write::Abandon("gone".into())),
+            (key("a"), report(1, false, r#"{"x":1}"#)),
+            (key("c"), report(1, true, "{}")),
+        ];
+        let planned = plan_of(&writes, 10, Vec::new());
+        assert_eq!(outcome(&planned.outcomes[0]), (Outcome::Created, 11));
+        assert!(matches!(
+            &planned.outcomes[1],
+            Err(Rejected::Refused(Refusal::NotFound { node_id })) if node_id == "b"
+        ));
+        assert!(matches!(
+            planned.outcomes[2],
+            Err(Rejected::Refused(Refusal::StaleSequence {
+                given: 1,
+                stored: 2
+            }))
+        ));
+        assert_eq!(outcome(&planned.outcomes[3]), (Outcome::Created, 12));
+        let batch = planned.batch.expect("two rows changed");
+        assert_eq!(batch.head, 12);
+        let changes: Vec<_> = batch.changes.iter().map(upserted).collect();
+        assert_eq!(changes, [("a".into(), 11, 11), ("c".into(), 12, 12)]);
+        let rows: Vec<_> = batch.rows.iter().map(|row| row.node_id.as_str()).collect();
+        assert_eq!(rows, ["a", "c"]);
+    }
+
+    #[test]
+    fn a_stored_row_is_updated_under_its_created_revision_and_an_unchanged_one_is_not_stored() {
+        let first = [
+            (key("a"), report(1, false, "{}")),
+            (key("z"), report(1, false, "{}")),
+        ];
+        let stored = plan_of(&first, 3, Vec::new()).batch.expect("created").rows;
+        let writes = [
+            (key("z"), report(1, false, "{}")),
+            (key("a"), report(2, true, r#"{"x":1}"#)),
+        ];
+        let planned = plan_of(&writes, 9, stored);
+        assert_eq!(outcome(&planned.outcomes[0]), (Outcome::Unchanged, 5));
+        assert_eq!(outcome(&planned.outcomes[1]), (Outcome::Updated, 10));
+        let batch = planned.batch.expect("a changed");
+        let rows: Vec<_> = batch
+            .rows
+            .iter()
+            .map(|row| (row.node_id.as_str(), row.revision, row.created_revision))
+            .collect();
+        assert_eq!(rows, [("a", 10, 4)]);
+        assert_eq!((batch.head, batch.changes.len()), (10, 1));
+    }
+
+    #[test]
+    fn a_row_whose_outputs_do_not_merge_rejects_only_its_own_write_as_corrupt() {
+        let mut stored = plan_of(&[(key("a"), report(1, false, "{}"))], 0, Vec::new())
+            .batch
+            .expect("created")
+            .rows;
+        stored[0].outputs = Some("{not json".into());
+        let writes = [
+            (key("a"), report(2, false, r#"{"x":1}"#)),
+            (key("b"), report(1, false, "{}")),
+        ];
+        let planned = plan_of(&writes, 5, stored);
+        assert!(matches!(
+            &planned.outcomes[0],
+            Err(Rejected::Corrupt(Corrupt(detail))) if detail.contains("outputs of a")
+        ));
+        assert_eq!(outcome(&planned.outcomes[1]), (Outcome::Created, 6));
+        let batch = planned.batch.expect("b was created");
+        let rows: Vec<_> = batch.rows.iter().map(|row| row.node_id.as_str()).collect();
+        assert_eq!((batch.head, rows), (6, vec!["b"]));
+    }
+
     fn deleted(node_id: &str) -> Deleted {
         Deleted {
             namespace: "argo".into(),
@@ -399,6 +475,8 @@ mod tests {
             )
         };
         assert_eq!(items, [tombstone(8, "b"), tombstone(9, "a")]);
+        // The last tombstone's revision is the head they leave: one revision each.
+        assert_eq!(changes.last().map(|change| change.revision), Some(7 + 2));
         assert!(tombstones(7, Vec::new()).expect("nothing").is_empty());
     }
 }

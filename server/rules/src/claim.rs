@@ -258,7 +258,8 @@ mod tests {
         };
         assert!(matches!(
             claim(Some(&settled), &new_claim(), "second", NOW + 10 * LEASE),
-            ClaimDecision::Refuse(Refusal::AlreadyClaimed { .. })
+            ClaimDecision::Refuse(Refusal::AlreadyClaimed { current })
+                if current.state == ClaimState::Submitted && current.claim_id.is_none()
         ));
     }
 
@@ -287,7 +288,8 @@ mod tests {
         ] {
             assert!(matches!(
                 settle(Some(done.clone()), &settlement("c", other), NOW + 9),
-                SettleDecision::Refuse(Refusal::AlreadySettled { .. })
+                SettleDecision::Refuse(Refusal::AlreadySettled { current })
+                    if current.workflow_uid.as_deref() == Some("wf") && current.claim_id.is_none()
             ));
         }
         let skip = |reason: &str| Settled::Skipped {
@@ -321,7 +323,8 @@ mod tests {
         ));
         assert!(matches!(
             settle(None, &settlement("c", submitted("wf")), NOW),
-            SettleDecision::Refuse(Refusal::NotClaimed { .. })
+            SettleDecision::Refuse(Refusal::NotClaimed { cron_workflow, scheduled_time })
+                if cron_workflow == "nightly" && scheduled_time == format_scheduled(NOW)
         ));
     }
 
@@ -334,13 +337,15 @@ mod tests {
         };
         assert!(matches!(
             claim(Some(&first), &elsewhere, "d", NOW + 10 * LEASE),
-            ClaimDecision::Refuse(Refusal::OtherCronWorkflow { .. })
+            ClaimDecision::Refuse(Refusal::OtherCronWorkflow { cron_workflow_uid })
+                if cron_workflow_uid == "cron-uid"
         ));
         let mut settle_elsewhere = settlement("c", submitted("wf"));
         settle_elsewhere.cron_workflow = "weekly".into();
         assert!(matches!(
             settle(Some(first), &settle_elsewhere, NOW),
-            SettleDecision::Refuse(Refusal::OtherCronWorkflow { .. })
+            SettleDecision::Refuse(Refusal::OtherCronWorkflow { cron_workflow_uid })
+                if cron_workflow_uid == "cron-uid"
         ));
     }
 }

@@ -58,12 +58,21 @@ mod tests {
         }
     }
 
-    fn stale(result: Result<i64, Refusal>) -> Stale {
+    /// Why the reader at `since` is gone; it resumes from the head, 7, of epoch `e1`.
+    fn stale(given: i64, result: Result<i64, Refusal>) -> Stale {
         match result {
             Err(Refusal::Gone {
-                stale, revision, ..
+                since,
+                stale,
+                revision,
+                epoch,
             }) => {
-                assert_eq!(revision, 7, "the current revision to resume from");
+                assert_eq!(since, given);
+                assert_eq!(
+                    (revision, epoch.as_str()),
+                    (7, "e1"),
+                    "the current revision to resume from"
+                );
                 stale
             }
             other => panic!("expected gone, got {other:?}"),
@@ -86,14 +95,14 @@ mod tests {
     #[test]
     fn a_position_outside_it_is_gone() {
         assert_eq!(
-            stale(next_since(1, None, &read(7, 2))),
+            stale(1, next_since(1, None, &read(7, 2))),
             Stale::Pruned { through: 2 }
         );
         // Ahead of the head: a database restored behind the reader.
-        assert_eq!(stale(next_since(8, None, &read(7, 0))), Stale::Ahead);
+        assert_eq!(stale(8, next_since(8, None, &read(7, 0))), Stale::Ahead);
         // Restored, then written past the reader: only the epoch tells.
         assert_eq!(
-            stale(next_since(5, Some("e0"), &read(7, 0))),
+            stale(5, next_since(5, Some("e0"), &read(7, 0))),
             Stale::OtherEpoch { given: "e0".into() }
         );
     }

@@ -439,7 +439,7 @@ mod tests {
         let late = report_from("p1", Some(2), true, "{}");
         assert!(matches!(
             report(Some(&abandoned), &key(), &late, &FIRST_WRITER, 2),
-            Decision::Frozen(_)
+            Decision::Frozen(row) if row == abandoned
         ));
     }
 
@@ -448,7 +448,8 @@ mod tests {
         let mut report_ = report_from("p1", Some(1), true, "{}");
         assert!(matches!(
             report(None, &key(), &report_, &REQUIRED, 1),
-            Decision::Refuse(Refusal::NotExpected { expected: None, .. })
+            Decision::Refuse(Refusal::NotExpected { node_id, pod, expected: None })
+                if node_id == "wf-1" && pod == "wf-1"
         ));
         let expectation = Expectation {
             pod_name: "wf-main-1".into(),
@@ -457,17 +458,15 @@ mod tests {
         let expected = written(expect(None, &key(), &expectation, 1));
         assert!(matches!(
             report(Some(&expected), &key(), &report_, &REQUIRED, 2),
-            Decision::Refuse(Refusal::NotExpected {
-                expected: Some(_),
-                ..
-            })
+            Decision::Refuse(Refusal::NotExpected { node_id, pod, expected: Some(expected) })
+                if node_id == "wf-1" && pod == "wf-1" && expected == "wf-main-1"
         ));
         // The right name, before the controller named the pod's UID: an impostor of that
         // name could be first, so nobody binds the row but the controller.
         report_.pod_name = "wf-main-1".into();
         assert!(matches!(
             report(Some(&expected), &key(), &report_, &REQUIRED, 2),
-            Decision::Refuse(Refusal::NotYetBound { .. })
+            Decision::Refuse(Refusal::NotYetBound { node_id }) if node_id == "wf-1"
         ));
         let with_uid = Expectation {
             pod_uid: Some("p1".into()),
@@ -479,7 +478,8 @@ mod tests {
         report_.pod_uid = "p2".into();
         assert!(matches!(
             report(Some(&registered), &key(), &report_, &REQUIRED, 3),
-            Decision::Refuse(Refusal::PodMismatch { .. })
+            Decision::Refuse(Refusal::PodMismatch { node_id, bound, given })
+                if node_id == "wf-1" && bound == "wf-main-1" && given == "p2"
         ));
     }
 
@@ -528,6 +528,55 @@ mod tests {
         assert!(matches!(
             report(Some(&stored), &key(), &retry, &FIRST_WRITER, 2),
             Decision::Unchanged(row) if row == stored
+        ));
+    }
+
+    #[test]
+    fn a_frozen_row_answers_any_sequence_with_its_result_never_a_sequence_refusal() {
+        let done = first(&report_from("p1", Some(2), true, r#"{"a":1}"#));
+        let lower_other = report_from("p1", Some(1), true, r#"{"a":2}"#);
+        assert!(matches!(
+            report(Some(&done), &key(), &lower_other, &FIRST_WRITER, 2),
+            Decision::Frozen(row) if row == done
+        ));
+        let lower_replay = report_from("p1", Some(1), true, r#"{"a":1}"#);
+        assert!(matches!(
+            report(Some(&done), &key(), &lower_replay, &FIRST_WRITER, 2),
+            Decision::Unchanged(row) if row == done
+        ));
+    }
+
+    #[test]
+    fn without_required_expectations_the_first_pod_to_report_binds_the_row() {
+        let stored = live(1, "{}");
+        let intruder = report_from("p2", Some(2), false, r#"{"a":1}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &intruder, &FIRST_WRITER, 2),
+            Decision::Refuse(Refusal::PodMismatch { node_id, bound, given })
+                if node_id == "wf-1" && bound == "wf-1" && given == "p2"
+        ));
+        // Once an expectation names another pod UID, the pod that reported first is the
+        // other one.
+        let restart = Expectation {
+            pod_name: "wf-1".into(),
+            pod_uid: Some("p2".into()),
+        };
+        let reset = written(expect(Some(&stored), &key(), &restart, 2));
+        let old_pod = report_from("p1", Some(2), false, r#"{"a":1}"#);
+        assert!(matches!(
+            report(Some(&reset), &key(), &old_pod, &FIRST_WRITER, 3),
+            Decision::Refuse(Refusal::PodMismatch { given, .. }) if given == "p1"
+        ));
+    }
+
+    #[test]
+    fn stored_outputs_that_are_not_json_make_a_report_corrupt_not_a_write() {
+        let mut stored = live(1, "{}");
+        stored.outputs = Some("{not json".into());
+        let next = report_from("p1", Some(2), false, r#"{"a":1}"#);
+        assert!(matches!(
+            report(Some(&stored), &key(), &next, &FIRST_WRITER, 2),
+            Decision::Corrupt(detail) if detail.contains("outputs of wf-1")
         ));
     }
 
@@ -588,8 +637,8 @@ mod tests {
         let mismatch = |decision| {
             matches!(
                 decision,
-                Decision::Refuse(Refusal::WorkflowMismatch { ref stored, ref given, .. })
-                    if stored == "wf" && given == "wf-other"
+                Decision::Refuse(Refusal::WorkflowMismatch { ref workflow_uid, ref stored, ref given })
+                    if workflow_uid == "uid-1" && stored == "wf" && given == "wf-other"
             )
         };
         let next = report_from("p1", Some(2), false, "{}");

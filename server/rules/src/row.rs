@@ -88,3 +88,30 @@ impl Row {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_outputs_that_are_not_json_are_corrupt_not_served() {
+        let key = ResultKey {
+            namespace: "argo".into(),
+            workflow: "wf".into(),
+            workflow_uid: "uid-1".into(),
+            node_id: "wf-1".into(),
+        };
+        let mut row = Row::new(&key, ResultState::Reporting, 1);
+        row.outputs = Some(r#"{"a": 1}"#.into());
+        let served = row.clone().into_api().expect("JSON outputs are served");
+        assert_eq!(
+            served.outputs.map(|o| o.get().to_owned()).as_deref(),
+            Some(r#"{"a": 1}"#)
+        );
+        row.outputs = Some("{not json".into());
+        assert!(matches!(
+            row.into_api(),
+            Err(Corrupt(detail)) if detail.starts_with("outputs of wf-1")
+        ));
+    }
+}
