@@ -7,15 +7,17 @@ use argo_results_client::controller::{Decision, PodPhase, decide};
 use argo_results_model::check::control;
 use argo_results_model::cron::{self, Cron, EVERY_DUE_TICK_RUNS, ONE_LIVE_HOLDER};
 use argo_results_model::results::{
-    ACKNOWLEDGED_CONTENT_SHOWN, ACKNOWLEDGED_NEVER_LOST, Config, FAILED_NEVER_SUCCEEDED, Hooks,
-    NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE, PodView, RESTORE_NOTICED, Results,
-    STALE_NEVER_OVERWRITES, SUCCEEDED_HAS_ITS_OUTPUTS, Template,
+    ACKNOWLEDGED_CONTENT_SHOWN, ACKNOWLEDGED_NEVER_LOST, Config, DELETED_STAYS_DELETED,
+    DELETION_REACHES_FOLLOWERS, FAILED_NEVER_SUCCEEDED, FINAL_REFUSED_ONLY_WHEN_FROZEN,
+    FROZEN_NEVER_CHANGES, Hooks, NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE, POLICY, PodView,
+    RESTORE_NOTICED, Results, STALE_NEVER_OVERWRITES, SUCCEEDED_HAS_ITS_OUTPUTS,
+    SUCCEEDED_NEVER_FAILED, Template,
 };
 use argo_results_model::trace::{DECISIONS_FILE, Narrate, render};
 use argo_results_proto::{ClaimState, NodeResult, ResultState};
 use argo_results_rules::claim::{ClaimDecision, ClaimRow};
 use argo_results_rules::feed::FeedBounds;
-use argo_results_rules::{NewClaim, Refusal};
+use argo_results_rules::{NewClaim, Refusal, Rejected, Report, ReportPolicy, Written};
 use serde_json::Value;
 use stateright::Model;
 
@@ -195,6 +197,180 @@ fn failed_pod_decided_by_its_report() {
         "failed-pod-decided-by-its-report",
         results(Config::every_fault(Template::Container), hooks),
         FAILED_NEVER_SUCCEEDED,
+    );
+}
+
+/// A succeeded pod's completed result decides the node as a failed pod's does.
+fn failed_when_succeeded(pod: PodPhase, result: Option<&NodeResult>) -> Decision {
+    match pod {
+        PodPhase::Succeeded => decide(PodPhase::Failed, result),
+        _ => decide(pod, result),
+    }
+}
+
+#[test]
+fn succeeded_pod_decided_failed() {
+    let hooks = Hooks {
+        decide: failed_when_succeeded,
+        ..Hooks::product()
+    };
+    caught(
+        "succeeded-pod-decided-failed",
+        results(Config::every_fault(Template::Container), hooks),
+        SUCCEEDED_NEVER_FAILED,
+    );
+}
+
+/// The frozen rule without its last clause: a final report that merges to nothing new is
+/// a replay on an abandoned row too, and answered 2xx.
+fn abandoned_final_answered_ok(report: &Report, outcome: &Result<Written, Rejected>) -> bool {
+    let abandoned = matches!(
+        outcome,
+        Err(Rejected::Refused(Refusal::Frozen { current }))
+            if current.state == ResultState::Abandoned
+    );
+    outcome.is_ok() || report.is_final && abandoned
+}
+
+#[test]
+fn final_on_abandoned_row_answered_ok() {
+    let hooks = Hooks {
+        answers_ok: abandoned_final_answered_ok,
+        ..Hooks::product()
+    };
+    caught(
+        "final-on-abandoned-row-answered-ok",
+        results(Config::late_requests(), hooks),
+        ACKNOWLEDGED_NEVER_LOST,
+    );
+}
+
+/// A replay judged by its sequence alone: a final report under the completed row's
+/// sequence is answered as a replay whatever its outputs.
+fn replay_by_sequence(report: &Report, outcome: &Result<Written, Rejected>) -> bool {
+    let same_sequence = matches!(
+        outcome,
+        Err(Rejected::Refused(Refusal::Frozen { current }))
+            if current.state == ResultState::Completed && current.sequence == report.sequence
+    );
+    outcome.is_ok() || same_sequence
+}
+
+#[test]
+fn other_final_answered_as_replay() {
+    let hooks = Hooks {
+        answers_ok: replay_by_sequence,
+        ..Hooks::product()
+    };
+    caught(
+        "other-final-answered-as-replay",
+        results(Config::late_requests(), hooks),
+        ACKNOWLEDGED_CONTENT_SHOWN,
+    );
+}
+
+/// An abandoned row judged as a live one: a final report arriving after the controller
+/// settled the node is written.
+#[test]
+fn abandoned_row_takes_a_final() {
+    let hooks = Hooks {
+        before_report: |row, report| {
+            if row.state == ResultState::Abandoned && report.is_final {
+                row.state = ResultState::Reporting;
+            }
+        },
+        ..Hooks::product()
+    };
+    caught(
+        "abandoned-row-takes-a-final",
+        results(Config::late_requests(), hooks),
+        FROZEN_NEVER_CHANGES,
+    );
+}
+
+/// The Go package's reporter as it was: `monitorProgress` goes on while `wait` sends its
+/// final report, and its progress takes a later sequence.
+#[test]
+fn progress_after_final() {
+    let hooks = Hooks {
+        progress_after_final: true,
+        ..Hooks::product()
+    };
+    caught(
+        "progress-after-final",
+        results(Config::every_fault(Template::Container), hooks),
+        FINAL_REFUSED_ONLY_WHEN_FROZEN,
+    );
+}
+
+/// The settle sites as the change set first wrote them: run once, on the pod's change, so
+/// a settle that met `503` is never tried again.
+#[test]
+fn settle_503_not_retried() {
+    let hooks = Hooks {
+        requeues: false,
+        ..Hooks::product()
+    };
+    caught(
+        "settle-503-not-retried",
+        results(Config::outage(), hooks),
+        NO_HANG_AFTER_POD_ENDS,
+    );
+}
+
+/// A deletion that writes the rows' deletion but no tombstone in the feed.
+#[test]
+fn deletion_without_tombstones() {
+    let hooks = Hooks {
+        tombstones: false,
+        ..Hooks::product()
+    };
+    caught(
+        "deletion-without-tombstones",
+        results(Config::deletion(Template::Container, 1), hooks),
+        DELETION_REACHES_FOLLOWERS,
+    );
+}
+
+/// Reports taken for nodes nobody registered: what keeps a deleted result deleted is that
+/// its expectation went with it.
+#[test]
+fn late_report_recreates_a_deleted_row() {
+    let hooks = Hooks {
+        policy: ReportPolicy {
+            require_expectation: false,
+            ..POLICY
+        },
+        ..Hooks::product()
+    };
+    caught(
+        "late-report-recreates-a-deleted-row",
+        results(Config::deletion(Template::Container, 1), hooks),
+        DELETED_STAYS_DELETED,
+    );
+}
+
+/// A full page answered with the head as where to go on: the changes past the page are
+/// never read.
+fn full_page_skips_to_head(
+    since: i64,
+    epoch: Option<&str>,
+    read: &FeedBounds,
+) -> Result<i64, Refusal> {
+    let next = argo_results_rules::feed::next_since(since, epoch, read)?;
+    Ok(if read.more { read.head } else { next })
+}
+
+#[test]
+fn full_page_skips_unread_changes() {
+    let hooks = Hooks {
+        feed_rule: full_page_skips_to_head,
+        ..Hooks::product()
+    };
+    caught(
+        "full-page-skips-unread-changes",
+        results(Config::deletion(Template::Container, 1), hooks),
+        RESTORE_NOTICED,
     );
 }
 

@@ -63,14 +63,16 @@ fn one(settings: Vec<String>) -> (Vec<(&'static str, results::Config)>, cron::Co
                 }
                 std::process::exit(0);
             }
-            // One letter per node: c (container template), r (resource template).
+            // One letter per node: c (container template), r (resource template), m (main
+            // finalizes: a resource template without outputs, or a data template).
             "results.templates" => {
                 config.templates = value
                     .chars()
                     .map(|c| match c {
                         'c' => results::Template::Container,
                         'r' => results::Template::Resource,
-                        other => panic!("unknown template {other:?}: c or r"),
+                        'm' => results::Template::MainFinalizes,
+                        other => panic!("unknown template {other:?}: c, r or m"),
                     })
                     .collect();
             }
@@ -82,6 +84,8 @@ fn one(settings: Vec<String>) -> (Vec<(&'static str, results::Config)>, cron::Co
             "results.pod_gc" => config.pod_gc = number() != 0,
             "results.server_crashes" => config.server_crashes = number(),
             "results.controller_crashes" => config.controller_crashes = number(),
+            "results.outages" => config.outages = number(),
+            "results.crash_before_persist" => config.crash_before_persist = number() != 0,
             "results.duplicates" => config.duplicates = number(),
             "results.restores" => config.restores = number(),
             "results.prunes" => config.prunes = number(),
@@ -90,6 +94,8 @@ fn one(settings: Vec<String>) -> (Vec<(&'static str, results::Config)>, cron::Co
             "results.drop_dead_requests" => config.drop_dead_requests = number() != 0,
             "results.second_progress" => config.second_progress = number() != 0,
             "results.sequence_repeats" => config.sequence_repeats = number(),
+            "results.other_finals" => config.other_finals = number(),
+            "results.watcher" => config.watcher = number() != 0,
             "cron.ticks" => cron_config.ticks = number(),
             "cron.claimants" => cron_config.claimants = number(),
             "cron.deaths" => cron_config.deaths = number(),

@@ -13,6 +13,7 @@ use argo_results_rules::{Expectation, Refusal, Rejected, Write, Written};
 use serde_json::value::RawValue;
 
 use super::pod::{Ending, NAMESPACE, WORKFLOW, WORKFLOW_UID};
+use super::properties::contains;
 use super::{Action, Results, World};
 
 /// What the pod informer shows of a pod: its phase, and what the change set's settle
@@ -45,7 +46,7 @@ pub struct Controller {
     pub collected: bool,
 }
 
-fn workflow() -> WorkflowRef {
+pub(super) fn workflow() -> WorkflowRef {
     WorkflowRef {
         namespace: NAMESPACE.into(),
         name: WORKFLOW.into(),
@@ -104,11 +105,17 @@ impl Controller {
 impl Results {
     pub(super) fn controller_actions(&self, world: &World, i: usize, actions: &mut Vec<Action>) {
         let controller = &world.controller;
-        let ready = !self.config.in_sequence || i == 0 || controller.decided[i - 1].is_some();
+        let ready = !world.server.down
+            && (!self.config.in_sequence || i == 0 || controller.decided[i - 1].is_some());
         match controller.registered[i] {
             Registration::None if ready => actions.push(Action::CreatePod(i)),
             Registration::None => {}
-            Registration::Created => actions.push(Action::RegisterUid(i)),
+            // Argo binds the UID on the passes that run the node (`expectedTaskResult`,
+            // after `createWorkflowPod`): none once the node is decided.
+            Registration::Created if controller.decided[i].is_none() && !world.server.down => {
+                actions.push(Action::RegisterUid(i));
+            }
+            Registration::Created => {}
             Registration::Bound => {}
         }
         // Only an ended pod can decide a node, so only its ending is worth observing;
@@ -126,10 +133,10 @@ impl Results {
             pod_name: node.pod_name(),
             pod_uid: bound.then(|| node.pod_uid()),
         };
-        let mut outcomes = world
-            .server
-            .store
-            .commit(&[(node.key(), Write::Expect(expectation))]);
+        let mut outcomes = world.server.store.commit(
+            &[(node.key(), Write::Expect(expectation))],
+            &self.hooks.policy,
+        );
         let Ok(stored) = answer(outcomes.remove(0)) else {
             return false;
         };
@@ -146,7 +153,9 @@ impl Results {
                 if !self.register(world, i, false) {
                     return false;
                 }
-                world.pods[i].phase = Some(PodPhase::Pending);
+                // A pod created before a crash is found, and none created (Argo's
+                // `createWorkflowPod` on `AlreadyExists`).
+                world.pods[i].phase.get_or_insert(PodPhase::Pending);
                 world.controller.registered[i] = Registration::Created;
                 true
             }
@@ -176,7 +185,11 @@ impl Results {
     /// yet is decided if it can be.
     pub(super) fn reconcile(&self, world: &mut World) {
         for i in 0..self.nodes.len() {
-            if world.controller.decided[i].is_none() {
+            // A node the workflow does not record a pod for is run again before it is
+            // decided (after a crash before the status was persisted).
+            if world.controller.decided[i].is_none()
+                && world.controller.registered[i] != Registration::None
+            {
                 self.decide(world, i);
             }
         }
@@ -191,11 +204,14 @@ impl Results {
         };
         let known = world.controller.known.result(WORKFLOW_UID, &node.node_id());
         let decision = match (self.hooks.decide)(view.phase, known) {
+            // The abandon meets `503`: the reconciler returns the error, and the node waits
+            // for the next pass.
+            Decision::Settle { .. } if world.server.down => return false,
             Decision::Settle { reason } if (self.hooks.settles)(&view) => {
                 let mut outcomes = world
                     .server
                     .store
-                    .commit(&[(node.key(), Write::Abandon(reason))]);
+                    .commit(&[(node.key(), Write::Abandon(reason))], &self.hooks.policy);
                 let answer = answer(outcomes.remove(0));
                 match world.controller.known.settled(answer, view.phase) {
                     Ok(decision) => decision,
@@ -206,6 +222,19 @@ impl Results {
             Decision::Settle { .. } | Decision::Wait => return false,
             decision => decision,
         };
+        if let Decision::Succeeded { outputs } = &decision
+            && let Some(report) = world.ghost.acked[i]
+                .iter()
+                .find(|report| !contains(outputs.as_deref(), report.outputs.as_deref()))
+        {
+            world.ghost.missing_outputs.get_or_insert_with(|| {
+                format!(
+                    "{}: decided Succeeded without the outputs {:?}",
+                    node.node_id(),
+                    report.outputs
+                )
+            });
+        }
         world.ghost.final_acked[i] = world.ghost.acked[i].iter().any(|r| r.is_final);
         world.ghost.decided_from[i] = Some(view.phase);
         world.controller.decided[i] = Some(decision);
@@ -274,7 +303,7 @@ impl Results {
     /// Every node is decided: the workflow's results are deleted (`persistUpdates` →
     /// `DELETE .../results`) and no longer followed.
     pub(super) fn collect(&self, world: &mut World) -> bool {
-        world.server.store.delete_workflow();
+        world.server.store.delete_workflow(self.hooks.tombstones);
         world.controller.known.forget(WORKFLOW_UID);
         world.controller.collected = true;
         true

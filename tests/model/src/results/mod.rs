@@ -3,225 +3,33 @@
 //! expectations, follows the feed with any lag, may crash and resume, and decides each
 //! node. Every choice of the environment is an action the checker takes in every order.
 
+mod config;
 mod controller;
+mod hooks;
 mod narrate;
 mod pod;
 mod properties;
 mod server;
 
-use argo_results_client::controller::{Decision, PodPhase};
-use argo_results_proto::NodeResult;
+use argo_results_client::controller::PodPhase;
+use argo_results_client::controller::known::Known;
 use argo_results_rules::Write;
 use stateright::{Model, Property};
 
-pub use controller::{Controller, PodView};
+pub use config::Config;
+pub use controller::{Controller, PodView, Registration};
+pub use hooks::Hooks;
 pub use pod::{Ending, Node, Pod, Step, Template};
 pub use properties::{
     ACKNOWLEDGED_CONTENT_SHOWN, ACKNOWLEDGED_NEVER_LOST, DECIDES_ONLY_ON_COMMITTED,
-    FAILED_NEVER_SUCCEEDED, FINAL_REACHES_CONTROLLER, NO_HANG_AFTER_POD_ENDS,
-    POD_WRITES_ONLY_ITS_NODE, RESTORE_NOTICED, STALE_NEVER_OVERWRITES, SUCCEEDED_HAS_ITS_OUTPUTS,
+    DELETED_STAYS_DELETED, DELETION_REACHES_FOLLOWERS, FAILED_NEVER_SUCCEEDED,
+    FINAL_REACHES_CONTROLLER, FINAL_REFUSED_ONLY_WHEN_FROZEN, FROZEN_NEVER_CHANGES,
+    NO_HANG_AFTER_POD_ENDS, POD_WRITES_ONLY_ITS_NODE, RESTORE_NOTICED, STALE_NEVER_OVERWRITES,
+    SUCCEEDED_HAS_ITS_OUTPUTS, SUCCEEDED_NEVER_FAILED,
 };
-pub use server::{Gone, NOW, Store};
+pub use server::{Gone, NOW, POLICY, Store};
 
-use argo_results_rules::feed::FeedBounds;
 use argo_results_rules::{Refusal, Rejected, Report, Row};
-
-/// How large a world the checker explores: each fault is a budget the environment may
-/// spend at any moment.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The workflow's nodes, in order.
-    pub templates: Vec<Template>,
-    /// The nodes run one after the other (`steps`: each needs the one before decided) or
-    /// all at once (a `dag` without dependencies).
-    pub in_sequence: bool,
-    /// Attempts a container makes at one report before it gives up.
-    pub attempts: u8,
-    /// Container nodes' `wait` reports progress twice (sequences 1 and 2), so that a copy
-    /// of the first can reach the row after the second, while it is live.
-    pub second_progress: bool,
-    /// Second progress reports that draw the first one's sequence (a clock that repeats).
-    pub sequence_repeats: u8,
-    /// Writes the server gathers into one transaction (group commit).
-    pub batch_max: usize,
-    /// Changes per feed page.
-    pub feed_limit: usize,
-    /// Pod endings other than the normal one (init or pending failure, eviction,
-    /// deletion while it runs) and container crashes, across all pods.
-    pub pod_faults: u8,
-    /// Pods are deleted once they end (Argo's `podGC: OnPodCompletion`). Without it an
-    /// ended pod stays: a deletion the checker could always choose would end every hang.
-    pub pod_gc: bool,
-    pub server_crashes: u8,
-    pub controller_crashes: u8,
-    /// Requests the network delivers twice.
-    pub duplicates: u8,
-    /// A backup taken, then restored.
-    pub restores: u8,
-    /// Retention prunes the feed's history.
-    pub prunes: u8,
-    /// A pod reports another node with its own token.
-    pub hostile: bool,
-    /// A pod of node 0's pod name that someone else created, with a UID of its own, sends
-    /// a final report once.
-    pub impostor: bool,
-    /// A request of an ended pod to a frozen row that no restore can take back is dropped
-    /// from the network: the rules refuse or replay it, and its answer reaches nobody. It
-    /// rests on the rules that the checker checks while pods run; the deep worlds keep
-    /// every such request.
-    pub drop_dead_requests: bool,
-}
-
-impl Config {
-    /// One node of `template` and one fault of each kind: two attempts at each report, a
-    /// pod that ends in any of Argo's ways, a crash of the server and of the controller, a
-    /// restore from a backup and a pruning of the feed's history.
-    pub fn every_fault(template: Template) -> Self {
-        Config {
-            templates: vec![template],
-            in_sequence: true,
-            attempts: 2,
-            second_progress: false,
-            sequence_repeats: 0,
-            batch_max: 1,
-            feed_limit: 8,
-            pod_faults: 1,
-            pod_gc: false,
-            server_crashes: 1,
-            controller_crashes: 1,
-            duplicates: 0,
-            restores: 1,
-            prunes: 1,
-            hostile: false,
-            impostor: false,
-            drop_dead_requests: true,
-        }
-    }
-
-    /// Two nodes, a resource template then a container one, whose pods each report the
-    /// other's node once with their own tokens, and an impostor of the first node's pod
-    /// name; two attempts at each report, no other fault.
-    pub fn two_nodes() -> Self {
-        Config {
-            templates: vec![Template::Resource, Template::Container],
-            pod_faults: 0,
-            server_crashes: 0,
-            controller_crashes: 0,
-            restores: 0,
-            prunes: 0,
-            hostile: true,
-            impostor: true,
-            ..Config::every_fault(Template::Container)
-        }
-    }
-
-    /// One container node whose `wait` reports progress twice, the second time perhaps
-    /// under the first one's sequence: two attempts at each report and a request
-    /// delivered twice, so that copies of a report reach the server after later ones, and
-    /// one pod fault: 174,000 states. No crash of the controller, restore or pruning: they
-    /// do not reorder a pod's reports, and the first two alone (without the pod fault)
-    /// made it 2.8 million.
-    pub fn progress() -> Self {
-        Config {
-            second_progress: true,
-            sequence_repeats: 1,
-            duplicates: 1,
-            controller_crashes: 0,
-            restores: 0,
-            prunes: 0,
-            ..Config::every_fault(Template::Container)
-        }
-    }
-
-    /// The worlds `cargo test` checks (docs/protocol.md, "Bounds").
-    pub fn ci() -> Vec<(&'static str, Config)> {
-        vec![
-            (
-                "results: a container node, every fault",
-                Config::every_fault(Template::Container),
-            ),
-            (
-                "results: a resource node, every fault",
-                Config::every_fault(Template::Resource),
-            ),
-            ("results: two nodes, hostile pods", Config::two_nodes()),
-            (
-                "results: a container node, progress reordered and repeated",
-                Config::progress(),
-            ),
-        ]
-    }
-
-    /// Deeper worlds, checked by `tests/model/deep.sh`: two writes per transaction (so a
-    /// crash between receiving and committing loses them), one change per feed page, every
-    /// request kept to the end; pods collected once they end. Two nodes at once are not
-    /// among them: their pods multiply each other's states past what 2 cores finish
-    /// (docs/protocol.md, "Bounds and time").
-    pub fn deep() -> Vec<(&'static str, Config)> {
-        let deeper = |template| Config {
-            batch_max: 2,
-            feed_limit: 1,
-            drop_dead_requests: false,
-            ..Config::every_fault(template)
-        };
-        vec![
-            (
-                "results (deep): a container node",
-                deeper(Template::Container),
-            ),
-            (
-                "results (deep): a resource node",
-                deeper(Template::Resource),
-            ),
-            (
-                "results (deep): a container node, pods collected once they end",
-                Config {
-                    pod_gc: true,
-                    ..deeper(Template::Container)
-                },
-            ),
-        ]
-    }
-}
-
-/// Where the product's behaviour can be swapped for a broken one: the negative controls
-/// (`tests/controls.rs`) do, to show that the checker then finds a counterexample.
-#[derive(Clone, Copy)]
-pub struct Hooks {
-    /// Where a feed reader goes on after a read (the product: `feed::next_since`).
-    pub feed_rule: fn(i64, Option<&str>, &FeedBounds) -> Result<i64, Refusal>,
-    /// Whether the controller carries out the settle that `decide` asks for, given what
-    /// the pod informer shows (the product: always).
-    pub settles: fn(&PodView) -> bool,
-    /// The server answers a report when it is received, before the commit.
-    pub ack_before_commit: bool,
-    /// Applied to a stored row before a report is decided on it (the product: nothing).
-    pub before_report: fn(&mut Row, &Report),
-    /// The controller's decision on a node from its pod and its result as known (the
-    /// product: `controller::decide`).
-    pub decide: fn(PodPhase, Option<&NodeResult>) -> Decision,
-}
-
-impl std::fmt::Debug for Hooks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hooks")
-            .field("ack_before_commit", &self.ack_before_commit)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Hooks {
-    /// The product as it is.
-    pub fn product() -> Self {
-        Hooks {
-            feed_rule: argo_results_rules::feed::next_since,
-            settles: |_| true,
-            ack_before_commit: false,
-            before_report: |_, _| {},
-            decide: argo_results_client::controller::decide,
-        }
-    }
-}
 
 /// The sender of the impostor's report: no node's pod.
 pub const IMPOSTOR: u8 = u8::MAX;
@@ -233,14 +41,8 @@ const IMPOSTOR_UID: &str = "impostor-uid";
 pub enum Msg {
     /// The report of pod `from` at `step`, to the URL of node `to` (its own, unless hostile).
     Request { from: u8, step: Step, to: u8 },
-    /// The server's answer to pod `to`'s report at `step`: 2xx or a refusal, sent in the
-    /// store's epoch `epoch`.
-    Answer {
-        to: u8,
-        step: Step,
-        ok: bool,
-        epoch: u8,
-    },
+    /// The server's answer to pod `to`'s report at `step`: 2xx or a refusal.
+    Answer { to: u8, step: Step, ok: bool },
 }
 
 /// The server process: the database's committed state, a backup of it, and the writes
@@ -250,13 +52,18 @@ pub struct Server {
     pub store: Store,
     pub backup: Option<Store>,
     pub staged: Vec<Msg>,
+    /// Every request meets `503` (a rollout, or its database away): nothing is read or
+    /// written until it is back.
+    pub down: bool,
 }
 
 /// What the environment may still do.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Budget {
+    pub outages: u8,
     pub pod_faults: u8,
     pub sequence_repeats: u8,
+    pub other_finals: u8,
     pub server_crashes: u8,
     pub controller_crashes: u8,
     pub duplicates: u8,
@@ -269,13 +76,22 @@ pub struct Budget {
 /// What the properties need to remember of the past.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Ghost {
-    /// Per node, the reports its pod heard acknowledged (2xx), but those a restore from a
-    /// backup took back.
+    /// Per node, the reports of its own pod the server answered 2xx, in the order it
+    /// committed them, heard or not, but those a restore from a backup took back.
     pub acked: Vec<Vec<Report>>,
     /// Per node: its final report was acknowledged when the controller decided it.
     pub final_acked: Vec<bool>,
-    /// The first commit that changed a frozen row or lowered a row's sequence.
-    pub overwrite: Option<String>,
+    /// The first commit that changed a frozen row.
+    pub frozen_changed: Option<String>,
+    /// The first commit that lowered a row's sequence under the same pod.
+    pub sequence_lowered: Option<String>,
+    /// The first decision Succeeded without an output its pod's acknowledged reports sent.
+    pub missing_outputs: Option<String>,
+    /// The first final report of a node's own pod refused while its row was live.
+    pub final_refused: Option<String>,
+    /// The database was restored after the workflow's results were deleted: a backup
+    /// taken before brings them back, as restoring means.
+    pub restored_after_deletion: bool,
     /// Per node, the outputs of each `completed` row committed: one, unless a restore
     /// took a completion back and another followed.
     pub completed: Vec<Vec<Option<String>>>,
@@ -291,6 +107,8 @@ pub struct World {
     pub net: Vec<Msg>,
     pub server: Server,
     pub controller: Controller,
+    /// The feed as a second reader knows it (`Config::watcher`).
+    pub watcher: Option<Known>,
     pub budget: Budget,
     pub ghost: Ghost,
 }
@@ -310,8 +128,16 @@ pub enum Action {
     Follow,
     /// The controller restarts with no memory and resumes from the workflows in flight.
     CrashController,
+    /// The controller dies after creating node `i`'s pod, before the workflow's status
+    /// recorded it: it resumes, and runs the node again (Argo finds the pod and creates
+    /// none).
+    CrashBeforePersist(usize),
+    /// The controller passes over the workflow again (a requeue after an error).
+    Requeue,
     /// Every node decided: the workflow's results are deleted.
     Collect,
+    /// One read of the feed by the watcher (`Config::watcher`).
+    Watch,
     // The pods.
     Start(usize),
     FailInit(usize),
@@ -329,6 +155,10 @@ pub enum Action {
     GiveUp(usize),
     /// The clock gives the second progress report the first one's sequence.
     RepeatSequence(usize),
+    /// The final report is sent again with other outputs (`Step::OtherFinal`).
+    OtherFinal(usize),
+    /// Progress is sent after the final report (`Step::LateProgress`).
+    LateProgress(usize),
     MainExits(usize, i32),
     WaitExits(usize, i32),
     /// Pod `from` sends its first report to node `to`'s URL with its own token.
@@ -352,6 +182,9 @@ pub enum Action {
     // The server and its database.
     Commit,
     CrashServer,
+    /// The server goes down: every request meets `503` until it is back.
+    ServerDown,
+    ServerUp,
     Backup,
     Restore,
     Prune,
@@ -394,11 +227,19 @@ impl Results {
                 store: Store::default(),
                 backup: None,
                 staged: Vec::new(),
+                down: false,
             },
             controller: Controller::new(n),
+            watcher: c.watcher.then(|| {
+                let mut known = Known::new(0);
+                known.follow(controller::workflow());
+                known
+            }),
             budget: Budget {
+                outages: c.outages,
                 pod_faults: c.pod_faults,
                 sequence_repeats: c.sequence_repeats,
+                other_finals: c.other_finals,
                 server_crashes: c.server_crashes,
                 controller_crashes: c.controller_crashes,
                 duplicates: c.duplicates,
@@ -410,7 +251,11 @@ impl Results {
             ghost: Ghost {
                 acked: vec![Vec::new(); n],
                 final_acked: vec![false; n],
-                overwrite: None,
+                frozen_changed: None,
+                sequence_lowered: None,
+                missing_outputs: None,
+                final_refused: None,
+                restored_after_deletion: false,
                 completed: vec![Vec::new(); n],
                 decided_from: vec![None; n],
             },
@@ -448,36 +293,59 @@ impl Results {
     fn commit(&self, world: &mut World, requests: &[Msg]) -> Vec<Msg> {
         let before = world.server.store.rows.clone();
         let mut writes = Vec::new();
+        let mut reports = Vec::new();
         for &request in requests {
             let (key, report) = self.write_of(world, request);
             if let Some(row) = world.server.store.rows.get_mut(&key.node_id) {
                 (self.hooks.before_report)(row, &report);
             }
+            reports.push(report.clone());
             writes.push((key, Write::Report(report)));
         }
-        let outcomes = world.server.store.commit(&writes);
+        let outcomes = world.server.store.commit(&writes, &self.hooks.policy);
         self.after_commit(world, &before);
-        requests
-            .iter()
-            .zip(outcomes)
-            .filter(|(request, outcome)| {
-                let from_impostor = matches!(**request, Msg::Request { from: IMPOSTOR, .. });
-                let not_yet =
-                    matches!(outcome, Err(Rejected::Refused(Refusal::NotYetBound { .. })));
-                !from_impostor && !not_yet
-            })
-            .map(|(&request, outcome)| {
-                let Msg::Request { from, step, .. } = request else {
-                    unreachable!()
-                };
-                Msg::Answer {
-                    to: from,
-                    step,
-                    ok: outcome.is_ok(),
-                    epoch: world.server.store.epoch,
-                }
-            })
-            .collect()
+        let mut answers = Vec::new();
+        for ((&request, report), outcome) in requests.iter().zip(reports).zip(outcomes) {
+            let Msg::Request { from, step, to } = request else {
+                unreachable!("only requests are committed")
+            };
+            if matches!(outcome, Err(Rejected::Refused(Refusal::NotYetBound { .. }))) {
+                continue;
+            }
+            let ok = (self.hooks.answers_ok)(&report, &outcome);
+            if from == to {
+                self.answered(world, to as usize, report, ok);
+            }
+            if from != IMPOSTOR {
+                answers.push(Msg::Answer { to: from, step, ok });
+            }
+        }
+        answers
+    }
+
+    /// Records what the properties watch in the answer to node `i`'s own pod: a 2xx
+    /// acknowledges `report`, whether the pod hears it or not; a final report refused
+    /// while the row is still live lost the step's outputs.
+    fn answered(&self, world: &mut World, i: usize, report: Report, ok: bool) {
+        if ok {
+            // A replay acknowledged again adds nothing the properties read.
+            if !world.ghost.acked[i].contains(&report) {
+                world.ghost.acked[i].push(report);
+            }
+            return;
+        }
+        let row = world.server.store.rows.get(&self.nodes[i].node_id());
+        if report.is_final
+            && row.is_some_and(|row| !row.state.is_frozen())
+            && world.ghost.final_refused.is_none()
+        {
+            world.ghost.final_refused = Some(format!(
+                "{}: final report of sequence {:?} refused on a live row of sequence {:?}",
+                self.nodes[i].node_id(),
+                report.sequence,
+                row.and_then(|row| row.sequence)
+            ));
+        }
     }
 
     /// Records what the properties watch in a commit: completions, and any change to a
@@ -490,14 +358,17 @@ impl Results {
             };
             if let Some(old) = old
                 && old.revision != after.revision
-                && world.ghost.overwrite.is_none()
             {
                 let same_pod = old.pod_uid.is_some() && old.pod_uid == after.pod_uid;
-                if old.state.is_frozen() {
-                    world.ghost.overwrite =
+                if old.state.is_frozen() && world.ghost.frozen_changed.is_none() {
+                    world.ghost.frozen_changed =
                         Some(format!("{id}: a {} row changed", old.state.as_str()));
-                } else if same_pod && after.sequence < old.sequence {
-                    world.ghost.overwrite = Some(format!(
+                }
+                if same_pod
+                    && after.sequence < old.sequence
+                    && world.ghost.sequence_lowered.is_none()
+                {
+                    world.ghost.sequence_lowered = Some(format!(
                         "{id}: sequence {:?} replaced {:?}",
                         after.sequence, old.sequence
                     ));
@@ -557,6 +428,19 @@ impl Model for Results {
                     {
                         actions.push(Action::RepeatSequence(i));
                     }
+                    // The final report was sent (and acknowledged or not).
+                    let final_sent =
+                        pod.step == Step::WaitExits || pod.step == Step::Final && pod.attempts > 0;
+                    if final_sent && budget.other_finals > 0 {
+                        actions.push(Action::OtherFinal(i));
+                    }
+                    if final_sent
+                        && self.hooks.progress_after_final
+                        && self.nodes[i].template == Template::Container
+                        && !pod.late_progress
+                    {
+                        actions.push(Action::LateProgress(i));
+                    }
                     if pod.reporting() {
                         if pod.attempts < self.config.attempts {
                             actions.push(Action::Send(i));
@@ -570,8 +454,8 @@ impl Model for Results {
                     match pod.step {
                         Step::MainExits => {
                             actions.push(Action::MainExits(i, 0));
-                            // A failing `main` matters where `wait` then reports its code.
-                            if self.nodes[i].template == Template::Container {
+                            // A failing `main` matters where a report then says so.
+                            if self.nodes[i].template != Template::Resource {
                                 actions.push(Action::MainExits(i, 1));
                             }
                         }
@@ -609,9 +493,32 @@ impl Model for Results {
         if world.controller.collectable(world) {
             actions.push(Action::Collect);
         }
-        actions.push(Action::Follow);
-        if budget.controller_crashes > 0 {
-            actions.push(Action::CrashController);
+        // While the server is down, nothing reads or writes it: pods and the network go on,
+        // and the informer (a settle it asks for meets `503`).
+        let up = !world.server.down;
+        if up {
+            actions.push(Action::Follow);
+            if world.watcher.is_some() {
+                actions.push(Action::Watch);
+            }
+            if budget.controller_crashes > 0 {
+                actions.push(Action::CrashController);
+            }
+            if budget.controller_crashes > 0 && self.config.crash_before_persist {
+                for (i, registered) in world.controller.registered.iter().enumerate() {
+                    if *registered != Registration::None && world.controller.decided[i].is_none() {
+                        actions.push(Action::CrashBeforePersist(i));
+                    }
+                }
+            }
+            if self.hooks.requeues {
+                actions.push(Action::Requeue);
+            }
+            if budget.outages > 0 && world.server.staged.is_empty() {
+                actions.push(Action::ServerDown);
+            }
+        } else {
+            actions.push(Action::ServerUp);
         }
         let mut last = None;
         for &msg in &world.net {
@@ -621,7 +528,7 @@ impl Model for Results {
             last = Some(msg);
             match msg {
                 Msg::Request { .. } => {
-                    if world.server.staged.len() < self.config.batch_max {
+                    if up && world.server.staged.len() < self.config.batch_max {
                         actions.push(Action::Deliver { msg, heard: false });
                         if !self.staging() && self.waits_for(world, msg) {
                             actions.push(Action::Deliver { msg, heard: true });
@@ -635,6 +542,9 @@ impl Model for Results {
                 // An answer lost is one that arrives after the container gave up on it.
                 Msg::Answer { .. } => actions.push(Action::Hear(msg)),
             }
+        }
+        if !up {
+            return;
         }
         if !world.server.staged.is_empty() {
             actions.push(Action::Commit);
@@ -700,9 +610,42 @@ impl Results {
                 self.resume(world);
                 true
             }
+            Action::CrashBeforePersist(i) => {
+                world.budget.controller_crashes -= 1;
+                world.controller.registered[i] = Registration::None;
+                self.resume(world);
+                true
+            }
+            Action::Requeue => {
+                let before = world.controller.decided.clone();
+                self.reconcile(world);
+                world.controller.decided != before
+            }
+            Action::ServerDown => {
+                world.budget.outages -= 1;
+                world.server.down = true;
+                true
+            }
+            Action::ServerUp => {
+                world.server.down = false;
+                true
+            }
             Action::Collect => self.collect(world),
+            Action::Watch => {
+                let Some(mut known) = world.watcher.take() else {
+                    return false;
+                };
+                let changed = self.read_feed(&world.server.store, &mut known);
+                world.watcher = Some(known);
+                changed
+            }
             Action::Start(i) => {
-                world.pods[i].phase = Some(PodPhase::Running);
+                let pod = &mut world.pods[i];
+                pod.phase = Some(PodPhase::Running);
+                // Its `main` reports nothing before its action ends.
+                if self.nodes[i].template == Template::MainFinalizes {
+                    pod.step = Step::MainExits;
+                }
                 true
             }
             Action::FailInit(i) | Action::FailPending(i) => {
@@ -740,6 +683,14 @@ impl Results {
                         pod.main_code = Some(137);
                         pod.step = Step::Final;
                     }
+                    // `main` crashes as it finalizes: nothing more is reported; `wait`
+                    // exits 0 and the pod fails with `main`.
+                    (_, Template::MainFinalizes) => {
+                        pod.attempts = 0;
+                        pod.main_code = Some(137);
+                        pod.final_failed = true;
+                        pod.step = Step::WaitExits;
+                    }
                     // `wait` crashes: nothing more is reported; the pod fails when `main`
                     // is done, which the model takes to be at once.
                     _ => {
@@ -763,6 +714,26 @@ impl Results {
             }
             Action::GiveUp(i) => {
                 world.pods[i].failed_report(self.nodes[i]);
+                true
+            }
+            Action::OtherFinal(i) => {
+                world.budget.other_finals -= 1;
+                let request = Msg::Request {
+                    from: i as u8,
+                    step: Step::OtherFinal,
+                    to: i as u8,
+                };
+                insert(&mut world.net, request);
+                true
+            }
+            Action::LateProgress(i) => {
+                world.pods[i].late_progress = true;
+                let request = Msg::Request {
+                    from: i as u8,
+                    step: Step::LateProgress,
+                    to: i as u8,
+                };
+                insert(&mut world.net, request);
                 true
             }
             Action::RepeatSequence(i) => {
@@ -813,13 +784,15 @@ impl Results {
                     return true;
                 }
                 if self.hooks.ack_before_commit {
-                    // The broken server: the answer its write would get, sent at once.
+                    // The broken server: the answer its write would get, sent at once, and
+                    // acknowledged with it.
                     let mut speculative = world.clone();
                     let staged = std::mem::take(&mut speculative.server.staged);
                     self.commit(&mut speculative, &staged);
                     for answer in self.commit(&mut speculative, &[msg]) {
                         insert(&mut world.net, answer);
                     }
+                    world.ghost.acked = speculative.ghost.acked;
                 }
                 world.server.staged.push(msg);
                 true
@@ -885,13 +858,7 @@ impl Results {
 
     /// A pod hears the server's answer to one of its reports.
     fn hear(&self, world: &mut World, msg: Msg) {
-        let Msg::Answer {
-            to,
-            step,
-            ok,
-            epoch,
-        } = msg
-        else {
+        let Msg::Answer { to, step, ok } = msg else {
             return;
         };
         let i = to as usize;
@@ -901,15 +868,7 @@ impl Results {
             return;
         }
         if ok {
-            let report = self.nodes[i].report(step, pod);
             pod.acknowledged(self.nodes[i]);
-            // Sent before a restore: acknowledged only if the restored store kept it.
-            let row = world.server.store.rows.get(&self.nodes[i].node_id());
-            if epoch == world.server.store.epoch
-                || properties::reflects(row, std::slice::from_ref(&report))
-            {
-                world.ghost.acked[i].push(report);
-            }
         } else {
             pod.failed_report(self.nodes[i]);
         }
@@ -918,6 +877,7 @@ impl Results {
     /// The database is restored from `backup`: every write after it is gone, and the
     /// acknowledgements of those writes with them.
     fn restore(&self, world: &mut World, backup: Store) {
+        world.ghost.restored_after_deletion |= world.controller.collected;
         let epoch = world.server.store.epoch;
         for (i, node) in self.nodes.iter().enumerate() {
             let row = backup.rows.get(&node.node_id());

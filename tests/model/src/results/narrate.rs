@@ -1,5 +1,6 @@
 //! The results world's steps in words, for counterexamples.
 
+use argo_results_client::controller::known::Known;
 use argo_results_client::controller::{Decision, PodPhase, decide};
 use argo_results_proto::NodeResult;
 use argo_results_rules::Row;
@@ -13,6 +14,8 @@ fn report_name(step: Step) -> &'static str {
     match step {
         Step::First => "first",
         Step::Progress => "second",
+        Step::OtherFinal => "final (other outputs)",
+        Step::LateProgress => "late progress",
         _ => "final",
     }
 }
@@ -27,6 +30,15 @@ fn row(row: Option<&Row>) -> String {
             row.revision
         ),
     }
+}
+
+/// What a feed reader knows of a node.
+fn known_line(known: &Known, node_id: &str) -> String {
+    let result = known.result(WORKFLOW_UID, node_id);
+    let state = result.map_or("-".into(), |r| {
+        format!("{} r{}", r.state.as_str(), r.revision)
+    });
+    format!("{node_id} {state}")
 }
 
 fn decision(decision: &Option<Decision>) -> String {
@@ -133,6 +145,25 @@ impl Narrate for Results {
                 "controller crashes and resumes from the workflows in flight".into()
             }
             Action::Collect => "controller deletes the workflow's results".into(),
+            Action::CrashBeforePersist(i) => format!(
+                "controller crashes after creating pod {}, before the workflow recorded it, and resumes",
+                pod(*i)
+            ),
+            Action::Requeue => "controller passes over the workflow again".into(),
+            Action::ServerDown => "the server goes down: every request meets 503".into(),
+            Action::ServerUp => "the server is back".into(),
+            Action::Watch => format!(
+                "the watcher reads the feed after revision {}",
+                world.watcher.as_ref().map_or(0, |known| known.since)
+            ),
+            Action::OtherFinal(i) => format!(
+                "{} sends its final report again, with other outputs",
+                pod(*i)
+            ),
+            Action::LateProgress(i) => format!(
+                "{} sends progress after its final report, under a later sequence",
+                pod(*i)
+            ),
             Action::Start(i) => format!("pod {} starts", pod(*i)),
             Action::FailInit(i) => format!("pod {} fails in an init container", pod(*i)),
             Action::FailPending(i) => format!("pod {} fails while Pending", pod(*i)),
@@ -209,21 +240,9 @@ impl Narrate for Results {
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| {
-                let result = known.result(WORKFLOW_UID, &n.node_id());
-                format!(
-                    "{} {}{}",
-                    n.node_id(),
-                    result.map_or("-".into(), |r| format!(
-                        "{} r{}",
-                        r.state.as_str(),
-                        r.revision
-                    )),
-                    match &world.controller.decided[i] {
-                        None => String::new(),
-                        d => format!(", {}", decision(d)),
-                    }
-                )
+            .map(|(i, n)| match &world.controller.decided[i] {
+                None => known_line(known, &n.node_id()),
+                d => format!("{}, {}", known_line(known, &n.node_id()), decision(d)),
             })
             .collect();
         let pods: Vec<String> = world
@@ -235,7 +254,7 @@ impl Narrate for Results {
                 Some(phase) => format!("{} {phase:?} at {:?}", self.pod_name(i), p.step),
             })
             .collect();
-        vec![
+        let mut held = vec![
             format!(
                 "store: head {} epoch {}; {}",
                 store.head,
@@ -244,7 +263,20 @@ impl Narrate for Results {
             ),
             format!("controller: since {}; {}", known.since, knows.join("; ")),
             format!("pods: {}", pods.join("; ")),
-        ]
+        ];
+        if let Some(watcher) = &world.watcher {
+            let sees: Vec<String> = self
+                .nodes
+                .iter()
+                .map(|n| known_line(watcher, &n.node_id()))
+                .collect();
+            held.push(format!(
+                "watcher: since {}; {}",
+                watcher.since,
+                sees.join("; ")
+            ));
+        }
+        held
     }
 
     /// Each node whose pod the controller saw end and that it left undecided, with what

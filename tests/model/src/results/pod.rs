@@ -21,6 +21,12 @@ pub enum Template {
     /// resource's parameters, then `wait` the final report with the log artifact, which the
     /// server merges onto them.
     Resource,
+    /// A resource template without outputs (`action: delete`) or a data template: `main`
+    /// (`argoexec resource` or `argoexec data`) sends the only report, the final one, as
+    /// its action ended (Succeeded, or Error when it failed, as a data source that cannot
+    /// be listed), then exits; `wait` reports nothing (`argo/backend/pod.go` has main
+    /// finalize). A final report it cannot make fails `main`.
+    MainFinalizes,
 }
 
 /// Where a pod's containers are in their work. `First`, `Progress` and `Final` send a
@@ -43,6 +49,16 @@ pub enum Step {
     WaitExits,
     /// Nothing runs any more.
     Done,
+    /// Not a step a pod is at: its final report sent once more under the final's sequence
+    /// with other outputs (a `wait` that collected them again), after the final was sent.
+    /// The row took the first final it was sent, or will refuse it; this one it must
+    /// refuse, never answer as a replay.
+    OtherFinal,
+    /// Not a step a pod is at: progress that argoexec's `monitorProgress`, which runs on
+    /// until `wait` exits, sends after the final report took its sequence, under a later
+    /// one (4). The Go package's `Reporter` sends none (`Reporter.Progress`); a negative
+    /// control lets a pod send it.
+    LateProgress,
 }
 
 /// How a pod ended, as Argo can see it.
@@ -80,6 +96,8 @@ pub struct Pod {
     /// The second progress report drew the first one's sequence: without a counter file
     /// the sequences are the clock's (`ClockSequence`), which may repeat.
     pub sequence_repeated: bool,
+    /// Progress was sent after the final report (`Step::LateProgress`).
+    pub late_progress: bool,
 }
 
 impl Pod {
@@ -132,6 +150,12 @@ impl Pod {
                 self.main_code = Some(1);
                 self.step = Step::Final;
             }
+            // `argoexec` exits 64 when its final report fails (`AddError`).
+            (Step::Final, Template::MainFinalizes) => {
+                self.main_code = Some(64);
+                self.final_failed = true;
+                self.step = Step::WaitExits;
+            }
             _ => {
                 self.final_failed = true;
                 self.step = Step::WaitExits;
@@ -178,6 +202,7 @@ impl Node {
         let template = match self.template {
             Template::Container => "main",
             Template::Resource => "apply",
+            Template::MainFinalizes => "delete",
         };
         format!("{WORKFLOW}-{template}-{}", 100 * (self.index + 1))
     }
@@ -214,18 +239,36 @@ impl Node {
                 report.sequence = Some(if pod.sequence_repeated { 1 } else { 2 });
                 report.progress = Some("2/3".into());
             }
+            (Step::LateProgress, _) => {
+                report.sequence = Some(4);
+                report.progress = Some("3/3".into());
+            }
             (Step::First, Template::Resource) => {
                 report.outputs =
                     Some(r#"{"parameters":[{"name":"job-uid","value":"8a7c"}]}"#.into());
             }
+            // `main` reports how its action ended before it exits: no exit code yet.
+            (_, Template::MainFinalizes) => {
+                let ok = pod.main_code == Some(0);
+                report.is_final = true;
+                report.outputs = (step == Step::OtherFinal).then(|| "{}".into());
+                report.phase = Some(if ok { "Succeeded" } else { "Error" }.into());
+                report.message = (!ok).then(|| "the data source cannot be listed".into());
+            }
             _ => {
                 let code = pod.main_code.unwrap_or(1);
+                let again = if step == Step::OtherFinal {
+                    "-again"
+                } else {
+                    ""
+                };
                 let outputs = match self.template {
                     Template::Container => format!(
-                        r#"{{"parameters":[{{"name":"rows","value":"42"}}],"exitCode":"{code}"}}"#
+                        r#"{{"parameters":[{{"name":"rows","value":"42{again}"}}],"exitCode":"{code}"}}"#
                     ),
-                    Template::Resource => format!(
-                        r#"{{"artifacts":[{{"name":"main-logs","s3":{{"key":"wf/main.log"}}}}],"exitCode":"{code}"}}"#
+                    // (A node whose main finalizes reports in its own arm, above.)
+                    Template::Resource | Template::MainFinalizes => format!(
+                        r#"{{"artifacts":[{{"name":"main-logs","s3":{{"key":"wf/main{again}.log"}}}}],"exitCode":"{code}"}}"#
                     ),
                 };
                 report.sequence = Some(3);

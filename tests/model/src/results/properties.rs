@@ -23,6 +23,11 @@ pub const NO_HANG_AFTER_POD_ENDS: &str = "no-hang-after-pod-ends";
 pub const FINAL_REACHES_CONTROLLER: &str = "acknowledged-final-reaches-controller";
 pub const FAILED_NEVER_SUCCEEDED: &str = "failed-pod-never-succeeded";
 pub const ACKNOWLEDGED_CONTENT_SHOWN: &str = "acknowledged-content-shown";
+pub const FROZEN_NEVER_CHANGES: &str = "frozen-row-never-changes";
+pub const SUCCEEDED_NEVER_FAILED: &str = "succeeded-pod-never-failed";
+pub const FINAL_REFUSED_ONLY_WHEN_FROZEN: &str = "final-refused-only-by-a-frozen-row";
+pub const DELETION_REACHES_FOLLOWERS: &str = "deletion-reaches-every-follower";
+pub const DELETED_STAYS_DELETED: &str = "deleted-row-never-comes-back";
 
 pub fn all() -> Vec<Property<Results>> {
     vec![
@@ -46,22 +51,24 @@ pub fn all() -> Vec<Property<Results>> {
                 })
             },
         ),
+        // Checked when the node is decided: a restore may later take the row back to
+        // before a final report, and another final of the pod be stored then.
         Property::always(SUCCEEDED_HAS_ITS_OUTPUTS, |_: &Results, world: &World| {
-            world
-                .controller
-                .decided
-                .iter()
-                .enumerate()
-                .all(|(i, decided)| match decided {
-                    Some(Decision::Succeeded { outputs }) => world.ghost.acked[i]
-                        .iter()
-                        .all(|report| contains(outputs.as_deref(), report.outputs.as_deref())),
-                    _ => true,
-                })
+            world.ghost.missing_outputs.is_none()
         }),
         Property::always(STALE_NEVER_OVERWRITES, |_: &Results, world: &World| {
-            world.ghost.overwrite.is_none()
+            world.ghost.sequence_lowered.is_none()
         }),
+        Property::always(FROZEN_NEVER_CHANGES, |_: &Results, world: &World| {
+            world.ghost.frozen_changed.is_none()
+        }),
+        // A pod's final report is refused only where it can no longer matter: the row
+        // completed already (a replay, or other content) or was abandoned once the pod
+        // ended. Refused on a live row, the step's outputs are lost.
+        Property::always(
+            FINAL_REFUSED_ONLY_WHEN_FROZEN,
+            |_: &Results, world: &World| world.ghost.final_refused.is_none(),
+        ),
         Property::always(
             POD_WRITES_ONLY_ITS_NODE,
             |model: &Results, world: &World| {
@@ -88,6 +95,45 @@ pub fn all() -> Vec<Property<Results>> {
                         && matches!(decided, Some(Decision::Succeeded { .. })))
                 })
         }),
+        // Argo succeeds a node whose pod succeeded, unless its result says it failed.
+        Property::always(SUCCEEDED_NEVER_FAILED, |_: &Results, world: &World| {
+            world
+                .controller
+                .decided
+                .iter()
+                .zip(&world.ghost.decided_from)
+                .all(|(decided, from)| match decided {
+                    Some(Decision::Failed { outputs, .. } | Decision::Error { outputs, .. })
+                        if *from == Some(PodPhase::Succeeded) =>
+                    {
+                        says_failed(outputs.as_deref())
+                    }
+                    _ => true,
+                })
+        }),
+        // Once the workflow's results are deleted, no write brings one back (a restore
+        // from a backup taken before does: that is what restoring means).
+        Property::always(DELETED_STAYS_DELETED, |_: &Results, world: &World| {
+            !world.controller.collected
+                || world.ghost.restored_after_deletion
+                || world.server.store.rows.is_empty()
+        }),
+        // A follower that read all the feed has after a deletion knows no deleted result.
+        Property::always(
+            DELETION_REACHES_FOLLOWERS,
+            |model: &Results, world: &World| {
+                let Some(watcher) = &world.watcher else {
+                    return true;
+                };
+                let mut read_on = watcher.clone();
+                let caught_up = !model.read_feed(&world.server.store, &mut read_on);
+                !(world.controller.collected && caught_up)
+                    || model
+                        .nodes
+                        .iter()
+                        .all(|node| watcher.result(WORKFLOW_UID, &node.node_id()).is_none())
+            },
+        ),
         Property::always(DECIDES_ONLY_ON_COMMITTED, |_: &Results, world: &World| {
             world
                 .controller
@@ -122,6 +168,13 @@ pub fn all() -> Vec<Property<Results>> {
 /// Every pod ended and every node is decided: the run is over. Once true, it stays true.
 fn finished(world: &World) -> bool {
     world.pods.iter().all(|pod| pod.over()) && world.controller.decided.iter().all(Option::is_some)
+}
+
+/// The outputs carry a non-zero `exitCode`: the result says the step failed.
+fn says_failed(outputs: Option<&str>) -> bool {
+    let Some(text) = outputs else { return false };
+    let outputs: serde_json::Value = serde_json::from_str(text).expect("outputs are JSON");
+    outputs["exitCode"].as_str().is_some_and(|code| code != "0")
 }
 
 /// The outputs a decision takes from a completed result.
@@ -167,7 +220,7 @@ fn shows(row: Option<&Row>, report: &Report) -> bool {
 
 /// Every top-level output `patch` sets is in `outputs` with the same text: the store keeps
 /// each top-level value byte-exact, so a merged value is the value sent.
-fn contains(outputs: Option<&str>, patch: Option<&str>) -> bool {
+pub(super) fn contains(outputs: Option<&str>, patch: Option<&str>) -> bool {
     let Some(patch) = patch else { return true };
     let have: BTreeMap<String, &RawValue> = match outputs {
         Some(text) => serde_json::from_str(text).expect("outputs are a JSON object"),
@@ -188,7 +241,15 @@ fn caught_up(model: &Results, world: &World) -> bool {
 
 /// What the controller knows of a node is what the store holds of it.
 fn agrees(world: &World, node_id: &str) -> bool {
-    if world.controller.collected {
+    // Not followed: deleted, or the controller resumed without it (it died before the
+    // workflow recorded its pod) and has not registered it again yet.
+    let followed = world
+        .controller
+        .known
+        .followed()
+        .iter()
+        .any(|workflow| workflow.uid == WORKFLOW_UID);
+    if world.controller.collected || !followed {
         return true;
     }
     let known = world.controller.known.result(WORKFLOW_UID, node_id);

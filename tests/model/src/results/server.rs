@@ -42,15 +42,19 @@ pub struct Gone {
 }
 
 impl Store {
-    /// One transaction of the writer over `writes`, as `plan` decides it: the outcome of
-    /// each, and the store after the commit.
-    pub fn commit(&mut self, writes: &[(ResultKey, Write)]) -> Vec<Result<Written, Rejected>> {
+    /// One transaction of the writer over `writes`, as `plan` decides it under `policy`:
+    /// the outcome of each, and the store after the commit.
+    pub fn commit(
+        &mut self,
+        writes: &[(ResultKey, Write)],
+        policy: &ReportPolicy,
+    ) -> Vec<Result<Written, Rejected>> {
         let pairs: Vec<(&ResultKey, &Write)> = writes.iter().map(|(k, w)| (k, w)).collect();
         let stored = writes
             .iter()
             .filter_map(|(key, _)| self.rows.get(&key.node_id).cloned())
             .collect();
-        let Planned { outcomes, batch } = batch::plan(&pairs, self.head, stored, &POLICY, NOW)
+        let Planned { outcomes, batch } = batch::plan(&pairs, self.head, stored, policy, NOW)
             .expect("the model's rows are never corrupt");
         if let Some(batch) = batch {
             for row in batch.rows {
@@ -62,9 +66,10 @@ impl Store {
         outcomes
     }
 
-    /// Deletes every result of the workflow, leaving tombstones (the controller's garbage
-    /// collection); how many.
-    pub fn delete_workflow(&mut self) -> usize {
+    /// Deletes every result of the workflow, leaving a tombstone for each in the feed (the
+    /// controller's garbage collection), or none where a negative control says so; how
+    /// many.
+    pub fn delete_workflow(&mut self, tombstones: bool) -> usize {
         let deleted: Vec<Deleted> = std::mem::take(&mut self.rows)
             .into_values()
             .map(|row| Deleted {
@@ -75,9 +80,11 @@ impl Store {
             })
             .collect();
         let count = deleted.len();
-        let tombstones = batch::tombstones(self.head, deleted).expect("tombstones serialize");
-        self.head += count as i64;
-        self.changes.extend(tombstones.into_iter().map(Arc::new));
+        if tombstones {
+            let changes = batch::tombstones(self.head, deleted).expect("tombstones serialize");
+            self.head += count as i64;
+            self.changes.extend(changes.into_iter().map(Arc::new));
+        }
         count
     }
 
