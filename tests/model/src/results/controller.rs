@@ -96,9 +96,10 @@ impl Controller {
         }
     }
 
-    /// Every node is decided and the results are still there.
-    pub fn collectable(&self, _world: &World) -> bool {
-        !self.collected && self.decided.iter().all(Option::is_some)
+    /// Every node is decided and the results are still there; the deletion needs the
+    /// server up.
+    pub fn collectable(&self, world: &World) -> bool {
+        !self.collected && !world.server.down && self.decided.iter().all(Option::is_some)
     }
 }
 

@@ -118,7 +118,8 @@ pub fn all() -> Vec<Property<Results>> {
                 || world.ghost.restored_after_deletion
                 || world.server.store.rows.is_empty()
         }),
-        // A follower that read all the feed has after a deletion knows no deleted result.
+        // After the deletion, a follower that has read the whole feed knows no deleted
+        // result: the feed has a tombstone for each.
         Property::always(
             DELETION_REACHES_FOLLOWERS,
             |model: &Results, world: &World| {
