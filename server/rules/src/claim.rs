@@ -348,4 +348,25 @@ mod tests {
                 if cron_workflow_uid == "cron-uid"
         ));
     }
+
+    #[test]
+    fn a_takeover_is_flagged_and_dated_and_only_the_holder_gets_its_claim_id() {
+        let first = claimed("first");
+        assert_eq!(first.claimed_at, NOW);
+        assert!(!first.clone().public().taken_over);
+        assert_eq!(
+            first.clone().for_holder().claim_id.as_deref(),
+            Some("first")
+        );
+        let later = NOW + 2 * LEASE;
+        let ClaimDecision::TakeOver(second) = claim(Some(&first), &new_claim(), "second", later)
+        else {
+            panic!("takeover");
+        };
+        assert_eq!(second.claimed_at, later);
+        let public = second.clone().public();
+        assert_eq!((public.taken_over, public.claim_id), (true, None));
+        assert_eq!(public.claimed_at, format_millis(later));
+        assert_eq!(second.for_holder().claim_id.as_deref(), Some("second"));
+    }
 }

@@ -53,4 +53,33 @@ mod tests {
         );
         assert_eq!(parse_rfc3339_millis("yesterday"), None);
     }
+
+    #[test]
+    fn an_rfc_3339_time_parses_to_its_unix_milliseconds() {
+        assert_eq!(
+            parse_rfc3339_millis("2025-11-29T17:12:43.120Z"),
+            Some(1_764_436_363_120)
+        );
+        assert_eq!(
+            parse_rfc3339_millis("2025-11-29T18:00:00+01:00"),
+            Some(1_764_435_600_000)
+        );
+    }
+
+    #[test]
+    fn now_is_the_system_clock_in_milliseconds() {
+        let system = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("after 1970")
+                .as_millis()
+        };
+        let before = i64::try_from(system()).expect("millis");
+        let now = now_millis();
+        let after = i64::try_from(system()).expect("millis");
+        assert!(
+            before <= now && now <= after,
+            "{before} <= {now} <= {after}"
+        );
+    }
 }

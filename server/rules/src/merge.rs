@@ -352,4 +352,22 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn braces_brackets_quotes_and_backslashes_in_strings_are_not_structure() {
+        use super::most_members;
+        assert_eq!(most_members(r#"{"a":"x:y:z"}"#), 1);
+        assert_eq!(most_members(r#"{"a":"}]","b":1,"c":2}"#), 3);
+        assert_eq!(most_members(r#"{"a":"{[","b":{"c":1}}"#), 2);
+        assert_eq!(most_members(r#"{"a":"\":\":","b":1}"#), 2);
+        assert_eq!(most_members(r#"{"a":"\\","b":1,"c":2}"#), 3);
+    }
+
+    #[test]
+    fn a_closed_object_or_array_takes_no_more_members() {
+        use super::most_members;
+        assert_eq!(most_members(r#"{"a":{"b":1,"c":2},"d":3}"#), 2);
+        assert_eq!(most_members(r#"{"a":[1],"b":2,"c":3}"#), 3);
+        assert_eq!(most_members(r#"{"a":[{"b":1}],"c":2,"d":3}"#), 3);
+    }
 }

@@ -128,3 +128,39 @@ pub enum Rejected {
     #[error(transparent)]
     Corrupt(#[from] Corrupt),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gone_after(since: i64, stale: Stale) -> String {
+        Refusal::Gone {
+            since,
+            stale,
+            revision: 7,
+            epoch: "e1".into(),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn gone_says_why_and_where_to_resume() {
+        assert_eq!(
+            gone_after(1, Stale::Pruned { through: 2 }),
+            "revision 1 is older than the retained history (pruned through 2); re-list what \
+             you keep and resume from revision 7 of epoch e1"
+        );
+        assert_eq!(
+            gone_after(8, Stale::Ahead),
+            "revision 8 is ahead of the store's newest revision, 7: the database was restored \
+             or replaced, or the reader is wrong; re-list what you keep and resume from \
+             revision 7 of epoch e1"
+        );
+        assert_eq!(
+            gone_after(5, Stale::OtherEpoch { given: "e0".into() }),
+            "revision 5 was read in epoch e0, and the store is in epoch e1: the database was \
+             restored or replaced since; re-list what you keep and resume from revision 7 of \
+             epoch e1"
+        );
+    }
+}

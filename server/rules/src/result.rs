@@ -750,4 +750,72 @@ mod tests {
             (Some("wf-main-1"), None)
         );
     }
+
+    #[test]
+    fn a_final_replay_with_other_whitespace_or_key_order_in_an_array_is_unchanged() {
+        let done = first(&report_from(
+            "p1",
+            Some(2),
+            true,
+            r#"{"a":[{"x":1,"y":2}],"b":[1,2]}"#,
+        ));
+        let replay = report_from(
+            "p1",
+            Some(2),
+            true,
+            r#"{"a":[{"y":2, "x":1}],"b":[ 1, 2 ]}"#,
+        );
+        assert!(matches!(
+            report(Some(&done), &key(), &replay, &FIRST_WRITER, 3),
+            Decision::Unchanged(row) if row == done
+        ));
+        let other = report_from(
+            "p1",
+            Some(2),
+            true,
+            r#"{"a":[{"y":2, "x":3}],"b":[ 1, 2 ]}"#,
+        );
+        assert!(matches!(
+            report(Some(&done), &key(), &other, &FIRST_WRITER, 3),
+            Decision::Frozen(row) if row == done
+        ));
+    }
+
+    #[test]
+    fn a_retry_without_outputs_is_unchanged_even_over_outputs_that_are_not_json() {
+        let mut stored = live(2, "{}");
+        stored.outputs = Some("{not json".into());
+        let mut retry = report_from("p1", Some(2), false, "");
+        retry.outputs = None;
+        assert!(matches!(
+            report(Some(&stored), &key(), &retry, &FIRST_WRITER, 3),
+            Decision::Unchanged(row) if row == stored
+        ));
+    }
+
+    #[test]
+    fn merged_outputs_may_reach_the_limit_but_not_pass_it() {
+        let stored = first(&report_from("p1", Some(1), false, r#"{"a":"12345"}"#));
+        let more = report_from("p1", Some(2), false, r#"{"b":"12345"}"#);
+        let at_limit = ReportPolicy {
+            max_outputs_bytes: 25,
+            ..FIRST_WRITER
+        };
+        let next = written(report(Some(&stored), &key(), &more, &at_limit, 2));
+        assert_eq!(
+            next.outputs.as_deref(),
+            Some(r#"{"a":"12345","b":"12345"}"#)
+        );
+        let one_byte_short = ReportPolicy {
+            max_outputs_bytes: 24,
+            ..FIRST_WRITER
+        };
+        assert!(matches!(
+            report(Some(&stored), &key(), &more, &one_byte_short, 2),
+            Decision::Refuse(Refusal::OutputsTooLarge {
+                size: 25,
+                limit: 24
+            })
+        ));
+    }
 }
