@@ -384,6 +384,11 @@ impl Results {
     }
 }
 
+/// Puts a request of pod `from` at `step`, to node `to`'s URL, in the network.
+fn send(net: &mut Vec<Msg>, from: u8, step: Step, to: u8) {
+    insert(net, Msg::Request { from, step, to });
+}
+
 fn insert(net: &mut Vec<Msg>, msg: Msg) {
     let at = net.partition_point(|m| *m <= msg);
     net.insert(at, msg);
@@ -704,12 +709,7 @@ impl Results {
             Action::Send(i) => {
                 let pod = &mut world.pods[i];
                 pod.attempts += 1;
-                let request = Msg::Request {
-                    from: i as u8,
-                    step: pod.step,
-                    to: i as u8,
-                };
-                insert(&mut world.net, request);
+                send(&mut world.net, i as u8, pod.step, i as u8);
                 true
             }
             Action::GiveUp(i) => {
@@ -718,22 +718,12 @@ impl Results {
             }
             Action::OtherFinal(i) => {
                 world.budget.other_finals -= 1;
-                let request = Msg::Request {
-                    from: i as u8,
-                    step: Step::OtherFinal,
-                    to: i as u8,
-                };
-                insert(&mut world.net, request);
+                send(&mut world.net, i as u8, Step::OtherFinal, i as u8);
                 true
             }
             Action::LateProgress(i) => {
                 world.pods[i].late_progress = true;
-                let request = Msg::Request {
-                    from: i as u8,
-                    step: Step::LateProgress,
-                    to: i as u8,
-                };
-                insert(&mut world.net, request);
+                send(&mut world.net, i as u8, Step::LateProgress, i as u8);
                 true
             }
             Action::RepeatSequence(i) => {
@@ -753,22 +743,12 @@ impl Results {
             }
             Action::Impostor => {
                 world.budget.impostor = false;
-                let request = Msg::Request {
-                    from: IMPOSTOR,
-                    step: Step::Final,
-                    to: 0,
-                };
-                insert(&mut world.net, request);
+                send(&mut world.net, IMPOSTOR, Step::Final, 0);
                 true
             }
             Action::Hostile { from, to } => {
                 world.budget.hostile = false;
-                let request = Msg::Request {
-                    from: from as u8,
-                    step: Step::First,
-                    to: to as u8,
-                };
-                insert(&mut world.net, request);
+                send(&mut world.net, from as u8, Step::First, to as u8);
                 true
             }
             Action::Deliver { msg, heard } => {
