@@ -122,7 +122,7 @@ func (c *Client) call(ctx context.Context, req request, out any) (int, error) {
 		if err == nil {
 			return status, nil
 		}
-		if ctx.Err() != nil || c.retry == nil || !IsTransient(err) {
+		if ctx.Err() != nil || c.retry == nil || !c.retry.retries(err) {
 			return status, err
 		}
 		wait := retryAfter

@@ -88,10 +88,13 @@ func ReporterConfigFromEnv(getenv func(string) string) ReporterConfig {
 // and the executor's InitializeOutput, ReportOutputs, ReportOutputsLogs, FinalizeOutput)
 // with reports of the pod's node result. Every report takes a new sequence and is retried
 // with that same sequence on transient failures, so a retry after a lost answer is an
-// idempotent replay. Like argoexec's reporting, it pays no heed to ARGO_DEADLINE: the
-// outputs of a step killed at its deadline are still reported. Retries go on for
-// RetryFor, or until the context passed ends (argoexec reports on a context nothing
-// cancels) or the pod is deleted.
+// idempotent replay. A pod_mismatch is retried too: the node's result may still be bound
+// to a pod of the same name that was deleted, until the controller binds this one (it
+// creates a pod again when the first was deleted before the workflow recorded it, and
+// binds the new one's UID right after, or on its next pass after a crash). Like
+// argoexec's reporting, it pays no heed to ARGO_DEADLINE: the outputs of a step killed at
+// its deadline are still reported. Retries go on for RetryFor, or until the context
+// passed ends (argoexec reports on a context nothing cancels) or the pod is deleted.
 type Reporter struct {
 	config    ReporterConfig
 	namespace string
@@ -148,7 +151,7 @@ func NewReporter(config ReporterConfig) (*Reporter, error) {
 		URL:        config.URL,
 		Token:      TokenFile(config.TokenFile),
 		CAFile:     config.CAFile,
-		Retry:      &RetryPolicy{For: config.RetryFor},
+		Retry:      &RetryPolicy{For: config.RetryFor, Codes: []Code{CodePodMismatch}},
 		HTTPClient: config.HTTPClient,
 		UserAgent:  config.UserAgent,
 		OnRetry: func(attempt int, err error, wait time.Duration) {

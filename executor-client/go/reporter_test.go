@@ -354,6 +354,74 @@ func TestReportsGoOnPastTheDeadlineUntilStored(t *testing.T) {
 	})
 }
 
+// A pod created again under its name (its predecessor was deleted before the workflow
+// recorded it, and the controller died before binding the new pod's UID) reports into a
+// row still bound to the predecessor: its pod_mismatch is retried until the controller
+// binds it, then its final report is stored. The model finds the final lost without the
+// retry (#39, tests/model's pod created again).
+func TestAPodCreatedAgainIsStoredOnceTheControllerBindsIt(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		s := startServer(t, b, "--require-expectation")
+		ctx := testContext(t)
+		admin := s.admin()
+		deleted := testWorkflow("again").step(1)
+		again := deleted
+		again.podUID = deleted.podUID + "-again"
+		expect := func(podUID string) {
+			t.Helper()
+			request := ExpectationRequest{WorkflowUID: deleted.workflow.UID, PodName: deleted.podName, PodUID: podUID}
+			if _, _, err := admin.Expect(ctx, deleted.node(), &request); err != nil {
+				t.Fatal(err)
+			}
+		}
+		expect(deleted.podUID)
+		first, _ := s.reporter(deleted)
+		if err := first.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The controller, run again, registers the node by name and creates the pod again.
+		expect("")
+		final := FinalReport{ExitCodes: map[string]int{"main": 0}}
+
+		// The negative control: without the retry, the final report is lost.
+		refusing, _ := s.reporter(again)
+		refusing.client.retry.Codes = nil
+		if _, err := refusing.Finalize(ctx, final); CodeOf(err) != CodePodMismatch {
+			t.Fatalf("without the retry: %v; want pod_mismatch", err)
+		}
+
+		r, _ := s.reporter(again)
+		retried := make(chan error, 1)
+		r.client.onRetry = func(_ int, err error, _ time.Duration) {
+			select {
+			case retried <- err:
+			default:
+			}
+		}
+		reported := make(chan error, 1)
+		go func() {
+			_, err := r.Finalize(ctx, final)
+			reported <- err
+		}()
+		select {
+		case err := <-retried:
+			if CodeOf(err) != CodePodMismatch {
+				t.Fatalf("retried after %v; want pod_mismatch", err)
+			}
+		case err := <-reported:
+			t.Fatalf("the final report ended unbound, not retried: %v", err)
+		}
+		expect(again.podUID)
+		if err := <-reported; err != nil {
+			t.Fatalf("the final report once the pod was bound: %v", err)
+		}
+		got := s.stored(deleted)
+		if got.State != StateCompleted || deref(got.PodUID) != again.podUID || deref(got.Phase) != "Succeeded" {
+			t.Errorf("stored %s by pod %s, phase %s; want completed by %s", got.State, deref(got.PodUID), deref(got.Phase), again.podUID)
+		}
+	})
+}
+
 // recordingLogger keeps what it was told.
 type recordingLogger struct {
 	mu    sync.Mutex

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -25,6 +26,14 @@ const (
 type RetryPolicy struct {
 	Deadline time.Time
 	For      time.Duration
+	// Codes are problem codes retried as transient failures are: refusals that a call
+	// of the controller may lift meanwhile.
+	Codes []Code
+}
+
+// retries reports whether err is worth another attempt under the policy.
+func (p *RetryPolicy) retries(err error) bool {
+	return IsTransient(err) || slices.Contains(p.Codes, CodeOf(err))
 }
 
 // transientStatus: timeouts, shed load, a proxy or the server not ready.

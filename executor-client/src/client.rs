@@ -425,7 +425,7 @@ impl Client {
             let Some(policy) = self.retry else {
                 return Err(failed.error);
             };
-            if !failed.error.is_transient() {
+            if !policy.retries(&failed.error) {
                 return Err(failed.error);
             }
             let wait = failed.retry_after.unwrap_or_else(|| backoff.next());

@@ -11,7 +11,7 @@ pub enum ClientError {
     #[error("{}", describe_transport(.0))]
     Transport(#[from] reqwest::Error),
     /// The server refused the request with a problem.
-    #[error("{} {:?}: {}", .0.status, .0.code, .0.detail)]
+    #[error("{} {}: {}", .0.status, .0.code, .0.detail)]
     Api(Box<Problem>),
     /// The server answered something that is not the API's JSON (a proxy, perhaps).
     #[error("unexpected answer ({status}): {body}")]

@@ -4,16 +4,30 @@
 use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
 
+use argo_results_proto::ProblemCode;
 use tokio::time::Instant;
+
+use crate::ClientError;
 
 const FIRST: Duration = Duration::from_secs(1);
 const CAP: Duration = Duration::from_secs(30);
 const JITTER: f64 = 0.2;
 
-/// When to stop retrying; `None` retries without end.
+/// What is retried, and when to stop: transient failures, and the refusals in `codes`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RetryPolicy {
+    /// When to stop; `None` retries without end.
     pub deadline: Option<Instant>,
+    /// Problem codes retried as transient failures are: refusals that a call of the
+    /// controller may lift meanwhile.
+    pub codes: &'static [ProblemCode],
+}
+
+impl RetryPolicy {
+    /// Whether `error` is worth another attempt under the policy.
+    pub(crate) fn retries(&self, error: &ClientError) -> bool {
+        error.is_transient() || error.code().is_some_and(|code| self.codes.contains(&code))
+    }
 }
 
 /// Statuses that say "try again": timeouts, shed load, a proxy or the server not ready.

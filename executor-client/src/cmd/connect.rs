@@ -148,7 +148,10 @@ impl Connection {
     pub fn client_until(&self, deadline: Option<Instant>) -> Result<Client, Failure> {
         Ok(self
             .builder()?
-            .retry(RetryPolicy { deadline })
+            .retry(RetryPolicy {
+                deadline,
+                ..RetryPolicy::default()
+            })
             .on_retry(notice)
             .build()?)
     }

@@ -22,7 +22,9 @@ use super::sequence;
 ///
 /// The pod's identity comes from the environment Argo gives its containers; each flag
 /// below names its variable. Every transient failure (nothing listening yet, a server
-/// restarting or overloaded, TLS not ready) is retried until --timeout, or without end.
+/// restarting or overloaded, TLS not ready) is retried until --timeout, or without end,
+/// and so is pod_mismatch: the node may be bound to a deleted pod of this pod's name until
+/// the controller binds this one (a pod created again).
 /// Exit codes: 0 stored, 2 usage (a missing variable, a server URL without http:// or
 /// https://, an outputs file that cannot be read), 3 refused (the problem's code and
 /// detail on stderr), 4 gave up at --timeout. A report of progress alone (no --final,
@@ -301,6 +303,9 @@ pub async fn run(args: &ReportArgs) -> Result<(), Failure> {
         .apply(builder, identity.server)
         .retry(RetryPolicy {
             deadline: args.deadline(),
+            // The node may still be bound to a pod of this name that was deleted, until
+            // the controller binds this one (a pod created again).
+            codes: &[ProblemCode::PodMismatch],
         })
         .on_retry(|error, wait| {
             eprintln!(

@@ -28,6 +28,7 @@ on_both_backends!(
     long_names_the_root_node_and_a_template_less_node_report_and_read_back,
     report_rereads_the_token_file_before_each_attempt,
     report_trusts_the_ca_file_for_tls,
+    report_from_a_pod_created_again_is_stored_once_the_controller_binds_it,
     watch_json_resumes_after_a_restart_without_gaps_or_repeats,
     get_prints_tables_json_and_yaml,
     list_shows_each_workflow_with_its_phase_and_summary,
@@ -173,6 +174,63 @@ async fn report_waits_for_a_server_that_starts_late(backend: Backend) {
         .await
         .expect("read");
     assert_eq!(stored.outputs.map(|o| o.get().to_owned()), Some(outputs(1)));
+}
+
+/// A pod created again under its name (the first was deleted before the workflow recorded
+/// it, and the controller died before binding the new one's UID) reports into a row still
+/// bound to the deleted pod: `pod_mismatch` is retried until the controller binds it, then
+/// the final report is stored. The model loses that final report without the retry (#39).
+async fn report_from_a_pod_created_again_is_stored_once_the_controller_binds_it(backend: Backend) {
+    let server = TestServer::builder(backend)
+        .flags(&["--require-expectation"])
+        .start()
+        .await;
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let deleted = step(1);
+    let again = deleted.restarted();
+    server.register(&deleted).await;
+    let started = run(report(server.url(), dir.path(), &deleted, &[])).await;
+    exits_saying(&started, 0, "");
+    // The controller, run again, registers the node by name and creates the pod again.
+    let by_name = ExpectationRequest {
+        pod_uid: None,
+        ..deleted.expectation()
+    };
+    let controller = server.controller();
+    controller
+        .expect(NS, WF, &deleted.node_id, &by_name)
+        .await
+        .expect("registered by name");
+    let mut reporting = report(server.url(), dir.path(), &again, &["--final"]);
+    let mut child = reporting
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("argo-results");
+    let mut said = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), said.next_line())
+        .await
+        .expect("a retry within 30 s")
+        .expect("stderr")
+        .expect("a line");
+    assert!(
+        first.contains("409 pod_mismatch") && first.contains("retrying"),
+        "{first}"
+    );
+    server.register(&again).await;
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .expect("stored within 60 s of the binding")
+        .expect("argo-results");
+    assert_eq!(status.code(), Some(0));
+    let stored = server
+        .reader()
+        .get_result(NS, WF, &deleted.node_id, None)
+        .await
+        .expect("read");
+    assert_eq!(
+        (stored.state.as_str(), stored.pod_uid.as_deref()),
+        ("completed", Some(again.pod_uid.as_str()))
+    );
 }
 
 #[tokio::test]

@@ -55,6 +55,7 @@ async fn complete(
 fn retries_for_10s() -> Option<RetryPolicy> {
     Some(RetryPolicy {
         deadline: Some(Instant::now() + Duration::from_secs(10)),
+        ..RetryPolicy::default()
     })
 }
 

@@ -59,6 +59,7 @@ fn retrying(url: &str, token: String) -> argo_results_client::Client {
         .token(argo_results_client::TokenSource::Value(token))
         .retry(argo_results_client::RetryPolicy {
             deadline: Some(deadline),
+            ..argo_results_client::RetryPolicy::default()
         })
         .build()
         .expect("client")
