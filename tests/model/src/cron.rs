@@ -26,6 +26,13 @@ pub struct Config {
     pub deaths: u8,
     /// Claim and settle answers the network loses.
     pub losses: u8,
+    /// Runs deleted after their creation (by a person, or their TTL once they ended): a
+    /// tick's workflow created again after that is another run.
+    pub deletions: u8,
+    /// Times a claimant whose settle went unanswered runs the tick's step again before it
+    /// settles again (`FinishTick` after a `TickError` of stage "settle"): with its run
+    /// deleted meanwhile, it settles another run under the same claim.
+    pub resubmits: u8,
 }
 
 impl Config {
@@ -36,6 +43,20 @@ impl Config {
             claimants: 2,
             deaths: 1,
             losses: 0,
+            deletions: 0,
+            resubmits: 0,
+        }
+    }
+
+    /// One tick whose settle may go unanswered, whose run may be deleted, and whose
+    /// claimant may run the step again before it settles again: a settle of another run.
+    pub fn another_run() -> Self {
+        Config {
+            ticks: 1,
+            losses: 1,
+            deletions: 1,
+            resubmits: 1,
+            ..Config::ci()
         }
     }
 
@@ -46,6 +67,25 @@ impl Config {
             ..Config::ci()
         }
     }
+
+    /// The cron worlds `cargo test` checks (docs/protocol.md, "Bounds").
+    pub fn ci_worlds() -> Vec<(&'static str, Config)> {
+        vec![
+            ("cron: two ticks, two claimants, one death", Config::ci()),
+            (
+                "cron: one tick, its run deleted, a settle unanswered and its step run again",
+                Config::another_run(),
+            ),
+        ]
+    }
+
+    /// The cron worlds of `tests/model/deep.sh`.
+    pub fn deep_worlds() -> Vec<(&'static str, Config)> {
+        vec![(
+            "cron (deep): two ticks, two claimants, one death, a lost answer",
+            Config::deep(),
+        )]
+    }
 }
 
 /// Where the product's behaviour can be swapped for a broken one (`tests/controls.rs`).
@@ -53,6 +93,8 @@ impl Config {
 pub struct Hooks {
     /// The store's claim rule (the product: `claim::claim`).
     pub claim: fn(Option<&ClaimRow>, &NewClaim, &str, i64) -> ClaimDecision,
+    /// The store's settle rule (the product: `claim::settle`).
+    pub settle: fn(Option<ClaimRow>, &Settlement, i64) -> SettleDecision,
     /// A claimant told the tick is held comes back for it once the holder's lease ends.
     pub retry_held: bool,
 }
@@ -69,6 +111,7 @@ impl Hooks {
     pub fn product() -> Self {
         Hooks {
             claim: claim::claim,
+            settle: claim::settle,
             retry_held: true,
         }
     }
@@ -89,7 +132,9 @@ pub enum Work {
         until: i64,
         uid: String,
     },
-    /// Settled, or told the tick was taken over or settled by another: nothing to do.
+    /// Settled, told so: the store records the run `uid` for the tick.
+    Settled { uid: String },
+    /// Told the tick was taken over or settled by another: nothing to do.
     Done,
 }
 
@@ -99,15 +144,19 @@ pub struct World {
     pub now: i64,
     /// `cron_claims`, by tick.
     pub claims: Vec<Option<ClaimRow>>,
-    /// Workflows the API server holds, by tick: the UIDs of each creation of the tick's
-    /// name (more than one would be a second run).
+    /// Workflows the API server held, by tick: the UIDs of each creation of the tick's
+    /// name (more than one, but after a deletion, would be a second run).
     pub workflows: Vec<Vec<String>>,
+    /// By tick: its newest run was deleted.
+    pub deleted: Vec<bool>,
     /// Per claimant, per tick.
     pub work: Vec<Vec<Work>>,
     /// Per claimant, per tick: the claims it took, so that each gets a fresh `claimId`.
     pub taken: Vec<Vec<u8>>,
     pub deaths: u8,
     pub losses: u8,
+    pub deletions: u8,
+    pub resubmits: u8,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -130,6 +179,13 @@ pub enum Action {
         lost: bool,
     },
     Die(usize),
+    /// Tick `t`'s run is deleted.
+    DeleteRun(usize),
+    /// Claimant `c`, its settle of tick `t` unanswered, runs the step again.
+    Resubmit {
+        c: usize,
+        t: usize,
+    },
     /// Time passes, a lease's length, while a tick is not due yet or a lease runs: every
     /// expiry can fall between any two steps, and a run ends once nothing waits for time.
     Tick,
@@ -184,20 +240,23 @@ impl Cron {
             cron_workflow_uid: "cron-uid".into(),
             scheduled_millis: scheduled(t),
             claim_id,
-            outcome: Settled::Submitted { workflow_uid: uid },
+            outcome: Settled::Submitted {
+                workflow_uid: uid.clone(),
+            },
         };
         let current = world.claims[t].clone();
-        let done = match claim::settle(current, &settlement, world.now) {
+        let told = match (self.hooks.settle)(current, &settlement, world.now) {
             SettleDecision::Update(row) => {
                 world.claims[t] = Some(row);
-                true
+                Work::Settled { uid }
             }
-            SettleDecision::Unchanged(_) => true,
-            // Taken over: the new holder creates the same name and settles.
-            SettleDecision::Refuse(_) => true,
+            SettleDecision::Unchanged(_) => Work::Settled { uid },
+            // Taken over (the new holder creates the same name and settles), or settled
+            // with another run.
+            SettleDecision::Refuse(_) => Work::Done,
         };
-        if done && !lost {
-            world.work[c][t] = Work::Done;
+        if !lost {
+            world.work[c][t] = told;
         }
         true
     }
@@ -213,10 +272,13 @@ impl Model for Cron {
             now: FIRST_TICK,
             claims: vec![None; ticks],
             workflows: vec![Vec::new(); ticks],
+            deleted: vec![false; ticks],
             work: vec![vec![Work::Idle; ticks]; self.config.claimants as usize],
             taken: vec![vec![0; ticks]; self.config.claimants as usize],
             deaths: self.config.deaths,
             losses: self.config.losses,
+            deletions: self.config.deletions,
+            resubmits: self.config.resubmits,
         }]
     }
 
@@ -241,12 +303,22 @@ impl Model for Cron {
                         if world.losses > 0 {
                             actions.push(Action::Settle { c, t, lost: true });
                         }
+                        if world.resubmits > 0 {
+                            actions.push(Action::Resubmit { c, t });
+                        }
                     }
                     _ => {}
                 }
             }
             if world.deaths > 0 {
                 actions.push(Action::Die(c));
+            }
+        }
+        if world.deletions > 0 {
+            for t in 0..world.workflows.len() {
+                if !world.workflows[t].is_empty() && !world.deleted[t] {
+                    actions.push(Action::DeleteRun(t));
+                }
             }
         }
         let waiting =
@@ -295,12 +367,14 @@ impl Model for Cron {
                 let Work::Holding { claim_id, until } = next.work[c][t].clone() else {
                     return None;
                 };
-                // `AlreadyExists`: the workflow an earlier holder created counts.
-                if next.workflows[t].is_empty() {
-                    let uid = format!("wf-uid-{t}-{c}");
+                // `AlreadyExists`: the workflow an earlier holder created counts, unless
+                // it was deleted.
+                if next.workflows[t].is_empty() || next.deleted[t] {
+                    let uid = format!("wf-uid-{t}-{c}-{}", next.workflows[t].len());
                     next.workflows[t].push(uid);
+                    next.deleted[t] = false;
                 }
-                let uid = next.workflows[t][0].clone();
+                let uid = next.workflows[t].last().expect("created").clone();
                 next.work[c][t] = Work::Created {
                     claim_id,
                     until,
@@ -317,6 +391,20 @@ impl Model for Cron {
                 next.deaths -= 1;
                 next.work[c].iter_mut().for_each(|w| *w = Work::Idle);
             }
+            Action::DeleteRun(t) => {
+                next.deletions -= 1;
+                next.deleted[t] = true;
+            }
+            Action::Resubmit { c, t } => {
+                let Work::Created {
+                    claim_id, until, ..
+                } = next.work[c][t].clone()
+                else {
+                    return None;
+                };
+                next.resubmits -= 1;
+                next.work[c][t] = Work::Holding { claim_id, until };
+            }
             Action::Tick => next.now += LEASE,
         }
         (next != *world).then_some(next)
@@ -324,8 +412,14 @@ impl Model for Cron {
 
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
-            Property::always(ONE_WORKFLOW_PER_TICK, |_: &Cron, world: &World| {
-                world.workflows.iter().all(|created| created.len() <= 1)
+            // A tick's run deleted is created again by a claimant that did not settle yet:
+            // that second run is the deletion's, not the claims'.
+            Property::always(ONE_WORKFLOW_PER_TICK, |cron: &Cron, world: &World| {
+                let deleted = cron.config.deletions - world.deletions;
+                world
+                    .workflows
+                    .iter()
+                    .all(|created| created.len() <= 1 + usize::from(deleted))
             }),
             Property::always(ONE_LIVE_HOLDER, |_: &Cron, world: &World| {
                 (0..world.claims.len()).all(|t| {
@@ -342,17 +436,24 @@ impl Model for Cron {
                     live <= 1
                 })
             }),
+            // The run a settled tick records is one of its runs, and the one its claimant
+            // was told it records.
             Property::always(SETTLED_NAMES_ITS_RUN, |_: &Cron, world: &World| {
-                world
-                    .claims
-                    .iter()
-                    .zip(&world.workflows)
-                    .all(|(claim, created)| match claim {
-                        Some(row) if row.state == ClaimState::Submitted => {
-                            row.workflow_uid.as_ref() == created.first()
-                        }
+                let recorded = |t: usize| {
+                    world.claims[t]
+                        .as_ref()
+                        .filter(|row| row.state == ClaimState::Submitted)
+                        .and_then(|row| row.workflow_uid.as_ref())
+                };
+                let named = (0..world.claims.len())
+                    .all(|t| recorded(t).is_none_or(|uid| world.workflows[t].contains(uid)));
+                let told = world.work.iter().all(|ticks| {
+                    ticks.iter().enumerate().all(|(t, work)| match work {
+                        Work::Settled { uid } => recorded(t) == Some(uid),
                         _ => true,
                     })
+                });
+                named && told
             }),
             Property::eventually(EVERY_DUE_TICK_RUNS, |_: &Cron, world: &World| {
                 world
@@ -363,7 +464,7 @@ impl Model for Cron {
                         claim
                             .as_ref()
                             .is_some_and(|row| row.state == ClaimState::Submitted)
-                            && created.len() == 1
+                            && !created.is_empty()
                     })
             }),
         ]
@@ -391,6 +492,11 @@ impl Narrate for Cron {
                 format!("claimant {c} settles {}{}", workflow_name(*t), lost(l))
             }
             Action::Die(c) => format!("claimant {c} dies and restarts with no memory"),
+            Action::DeleteRun(t) => format!("{} is deleted", workflow_name(*t)),
+            Action::Resubmit { c, t } => format!(
+                "claimant {c}, its settle unanswered, runs the step of {} again",
+                workflow_name(*t)
+            ),
             Action::Tick => format!("the clock moves {} s", LEASE / 1000),
         }
     }

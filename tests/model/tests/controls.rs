@@ -5,7 +5,9 @@
 
 use argo_results_client::controller::{Decision, PodPhase, decide};
 use argo_results_model::check::control;
-use argo_results_model::cron::{self, Cron, EVERY_DUE_TICK_RUNS, ONE_LIVE_HOLDER};
+use argo_results_model::cron::{
+    self, Cron, EVERY_DUE_TICK_RUNS, ONE_LIVE_HOLDER, SETTLED_NAMES_ITS_RUN,
+};
 use argo_results_model::results::{
     ACKNOWLEDGED_CONTENT_SHOWN, ACKNOWLEDGED_NEVER_LOST, Config, DELETED_STAYS_DELETED,
     DELETION_REACHES_FOLLOWERS, FAILED_NEVER_SUCCEEDED, FINAL_REFUSED_ONLY_WHEN_FROZEN,
@@ -15,9 +17,9 @@ use argo_results_model::results::{
 };
 use argo_results_model::trace::{DECISIONS_FILE, Narrate, render};
 use argo_results_proto::{ClaimState, NodeResult, ResultState};
-use argo_results_rules::claim::{ClaimDecision, ClaimRow};
+use argo_results_rules::claim::{ClaimDecision, ClaimRow, SettleDecision};
 use argo_results_rules::feed::FeedBounds;
-use argo_results_rules::{NewClaim, Refusal, Rejected, Report, ReportPolicy, Written};
+use argo_results_rules::{NewClaim, Refusal, Rejected, Report, ReportPolicy, Settlement, Written};
 use serde_json::Value;
 use stateright::Model;
 
@@ -318,6 +320,29 @@ fn settle_503_not_retried() {
     );
 }
 
+/// An expectation naming another pod's UID judged as if the row were live: a completed
+/// result, written by a deleted pod's late final report while its node's pod was being
+/// created again, is reset for the new pod, and the step's outputs with it.
+#[test]
+fn new_pod_resets_a_completed_row() {
+    let hooks = Hooks {
+        before_expect: |row, expectation| {
+            if row.state == ResultState::Completed
+                && expectation.pod_uid.is_some()
+                && expectation.pod_uid != row.pod_uid
+            {
+                row.state = ResultState::Reporting;
+            }
+        },
+        ..Hooks::product()
+    };
+    caught(
+        "new-pod-resets-a-completed-row",
+        results(Config::outage(), hooks),
+        FROZEN_NEVER_CHANGES,
+    );
+}
+
 /// A deletion that writes the rows' deletion but no tombstone in the feed.
 #[test]
 fn deletion_without_tombstones() {
@@ -428,6 +453,34 @@ fn claim_ignores_lease() {
         "claim-ignores-lease",
         Cron::new(cron::Config::ci(), hooks),
         ONE_LIVE_HOLDER,
+    );
+}
+
+/// A settle compared by claim and state alone: one naming another run of the tick than
+/// the one recorded is answered as a replay, and its claimant believes its run recorded.
+fn settle_ignoring_the_run(
+    current: Option<ClaimRow>,
+    settlement: &Settlement,
+    now: i64,
+) -> SettleDecision {
+    match current {
+        Some(row) if row.claim_id == settlement.claim_id && row.state == ClaimState::Submitted => {
+            SettleDecision::Unchanged(row)
+        }
+        _ => argo_results_rules::claim::settle(current, settlement, now),
+    }
+}
+
+#[test]
+fn settle_of_another_run_answered_as_replay() {
+    let hooks = cron::Hooks {
+        settle: settle_ignoring_the_run,
+        ..cron::Hooks::product()
+    };
+    caught(
+        "settle-of-another-run-answered-as-replay",
+        Cron::new(cron::Config::another_run(), hooks),
+        SETTLED_NAMES_ITS_RUN,
     );
 }
 

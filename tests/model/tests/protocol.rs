@@ -24,9 +24,13 @@ fn the_results_protocol_holds_in_every_world() {
 
 #[test]
 fn cron_ticks_run_once_each() {
-    let failed = report(
-        "cron: two ticks, two claimants, one death",
-        cron::Cron::new(cron::Config::ci(), cron::Hooks::product()),
-    );
-    assert!(failed.is_empty(), "cron: {failed:?} do not hold");
+    let failed: Vec<String> = cron::Config::ci_worlds()
+        .into_iter()
+        .flat_map(|(title, config)| {
+            report(title, cron::Cron::new(config, cron::Hooks::product()))
+                .into_iter()
+                .map(move |property| format!("{title}: {property}"))
+        })
+        .collect();
+    assert!(failed.is_empty(), "{failed:?} do not hold");
 }

@@ -16,9 +16,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     let mut args = std::env::args().skip(1);
     let size = args.next().unwrap_or_else(|| "ci".into());
-    let (worlds, cron_config) = match size.as_str() {
-        "ci" => (results::Config::ci(), cron::Config::ci()),
-        "deep" => (results::Config::deep(), cron::Config::deep()),
+    let (worlds, cron_worlds) = match size.as_str() {
+        "ci" => (results::Config::ci(), cron::Config::ci_worlds()),
+        "deep" => (results::Config::deep(), cron::Config::deep_worlds()),
         "one" => one(args.collect()),
         other => panic!("unknown size {other:?}: ci, deep or one"),
     };
@@ -29,14 +29,10 @@ fn main() {
             results::Results::new(config, results::Hooks::product()),
         ));
     }
-    let cron_title = match size.as_str() {
-        "deep" => "cron (deep): two ticks, two claimants, one death, a lost answer",
-        _ => "cron: two ticks, two claimants, one death",
-    };
-    if size != "one" {
+    for (title, config) in cron_worlds {
         failed.extend(report(
-            cron_title,
-            cron::Cron::new(cron_config, cron::Hooks::product()),
+            title,
+            cron::Cron::new(config, cron::Hooks::product()),
         ));
     }
     if !failed.is_empty() {
@@ -45,7 +41,12 @@ fn main() {
 }
 
 /// One world, from `NAME=VALUE` settings.
-fn one(settings: Vec<String>) -> (Vec<(&'static str, results::Config)>, cron::Config) {
+type Worlds = (
+    Vec<(&'static str, results::Config)>,
+    Vec<(&'static str, cron::Config)>,
+);
+
+fn one(settings: Vec<String>) -> Worlds {
     let mut config = results::Config::every_fault(results::Template::Container);
     let mut cron_config = cron::Config::ci();
     let mut only = None;
@@ -100,6 +101,8 @@ fn one(settings: Vec<String>) -> (Vec<(&'static str, results::Config)>, cron::Co
             "cron.claimants" => cron_config.claimants = number(),
             "cron.deaths" => cron_config.deaths = number(),
             "cron.losses" => cron_config.losses = number(),
+            "cron.deletions" => cron_config.deletions = number(),
+            "cron.resubmits" => cron_config.resubmits = number(),
             other => panic!("unknown setting {other:?}"),
         }
     }
@@ -109,6 +112,6 @@ fn one(settings: Vec<String>) -> (Vec<(&'static str, results::Config)>, cron::Co
             let failed = report("cron", model);
             std::process::exit(i32::from(!failed.is_empty()));
         }
-        _ => (vec![("results", config)], cron_config),
+        _ => (vec![("results", config)], Vec::new()),
     }
 }

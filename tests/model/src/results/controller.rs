@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 
 use super::pod::{Ending, NAMESPACE, WORKFLOW, WORKFLOW_UID};
 use super::properties::contains;
-use super::{Action, Results, World};
+use super::{Action, Pod, Results, World};
 
 /// What the pod informer shows of a pod: its phase, and what the change set's settle
 /// sites read besides (`wait` exited non-zero; evicted).
@@ -130,14 +130,19 @@ impl Results {
     /// `PUT .../expectation` for node `i`, with the pod's UID once it is `bound`.
     fn register(&self, world: &mut World, i: usize, bound: bool) -> bool {
         let node = self.nodes[i];
-        let expectation = Expectation {
+        let mut expectation = Expectation {
             pod_name: node.pod_name(),
-            pod_uid: bound.then(|| node.pod_uid()),
+            pod_uid: bound.then(|| node.pod_uid(world.pods[i].generation)),
         };
+        let before = world.server.store.rows.clone();
+        if let Some(row) = world.server.store.rows.get_mut(&node.node_id()) {
+            (self.hooks.before_expect)(row, &mut expectation);
+        }
         let mut outcomes = world.server.store.commit(
             &[(node.key(), Write::Expect(expectation))],
             &self.hooks.policy,
         );
+        self.after_commit(world, &before);
         let Ok(stored) = answer(outcomes.remove(0)) else {
             return false;
         };
@@ -155,7 +160,18 @@ impl Results {
                     return false;
                 }
                 // A pod created before a crash is found, and none created (Argo's
-                // `createWorkflowPod` on `AlreadyExists`).
+                // `createWorkflowPod` on `AlreadyExists`); one deleted since is created
+                // again under its name, with another UID, unless the node's result is
+                // final already (`expectTaskResult`: the node ends as it says).
+                let live = world
+                    .server
+                    .store
+                    .rows
+                    .get(&self.nodes[i].node_id())
+                    .is_some_and(|row| !row.state.is_frozen());
+                if world.pods[i].phase == Some(PodPhase::Gone) && live {
+                    self.create_again(world, i);
+                }
                 world.pods[i].phase.get_or_insert(PodPhase::Pending);
                 world.controller.registered[i] = Registration::Created;
                 true
@@ -180,6 +196,24 @@ impl Results {
             }
             _ => unreachable!("not a step of the controller about a node"),
         }
+    }
+
+    /// Node `i`'s pod, deleted after the controller created it and before the workflow
+    /// recorded it, is created again: the node runs anew in the new pod, and what the
+    /// deleted one sent and was acknowledged no longer counts for it.
+    fn create_again(&self, world: &mut World, i: usize) {
+        let generation = world.pods[i].generation + 1;
+        let deleted = std::mem::replace(
+            &mut world.pods[i],
+            Pod {
+                generation,
+                ..Pod::default()
+            },
+        );
+        world.replaced[i] = Some(deleted);
+        world.controller.pods[i] = None;
+        world.ghost.acked[i].clear();
+        world.ghost.final_acked[i] = false;
     }
 
     /// The controller's reconciliation, after anything it learns: every node not decided

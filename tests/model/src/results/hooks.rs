@@ -3,7 +3,7 @@
 use argo_results_client::controller::{Decision, PodPhase};
 use argo_results_proto::NodeResult;
 use argo_results_rules::feed::FeedBounds;
-use argo_results_rules::{Refusal, Rejected, Report, ReportPolicy, Row, Written};
+use argo_results_rules::{Expectation, Refusal, Rejected, Report, ReportPolicy, Row, Written};
 
 use super::{POLICY, PodView};
 
@@ -20,6 +20,9 @@ pub struct Hooks {
     pub ack_before_commit: bool,
     /// Applied to a stored row before a report is decided on it (the product: nothing).
     pub before_report: fn(&mut Row, &Report),
+    /// Applied to a stored row and to the controller's expectation before it is decided
+    /// on the row (the product: nothing).
+    pub before_expect: fn(&mut Row, &mut Expectation),
     /// The controller's decision on a node from its pod and its result as known (the
     /// product: `controller::decide`).
     pub decide: fn(PodPhase, Option<&NodeResult>) -> Decision,
@@ -58,6 +61,7 @@ impl Hooks {
             settles: |_| true,
             ack_before_commit: false,
             before_report: |_, _| {},
+            before_expect: |_, _| {},
             decide: argo_results_client::controller::decide,
             policy: POLICY,
             answers_ok: |_, outcome| outcome.is_ok(),

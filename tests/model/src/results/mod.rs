@@ -39,10 +39,32 @@ const IMPOSTOR_UID: &str = "impostor-uid";
 /// A message in the network between the pods and the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Msg {
-    /// The report of pod `from` at `step`, to the URL of node `to` (its own, unless hostile).
-    Request { from: u8, step: Step, to: u8 },
+    /// The report of pod `from` at `step`, to the URL of node `to` (its own, unless
+    /// hostile); `pod` tells which of node `from`'s pods sent it (`Pod::generation`).
+    Request {
+        from: u8,
+        pod: u8,
+        step: Step,
+        to: u8,
+    },
     /// The server's answer to pod `to`'s report at `step`: 2xx or a refusal.
     Answer { to: u8, step: Step, ok: bool },
+}
+
+impl Msg {
+    /// A request's sender, which of its node's pods sent it, its step and the node whose
+    /// URL it went to.
+    fn request(self) -> Option<(u8, u8, Step, u8)> {
+        match self {
+            Msg::Request {
+                from,
+                pod,
+                step,
+                to,
+            } => Some((from, pod, step, to)),
+            Msg::Answer { .. } => None,
+        }
+    }
 }
 
 /// The server process: the database's committed state, a backup of it, and the writes
@@ -103,6 +125,9 @@ pub struct Ghost {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct World {
     pub pods: Vec<Pod>,
+    /// Per node, the pod that the current one replaced, if the controller created it
+    /// again: its requests may still be in the network.
+    pub replaced: Vec<Option<Pod>>,
     /// A multiset, kept sorted so that equal worlds are equal.
     pub net: Vec<Msg>,
     pub server: Server,
@@ -222,6 +247,7 @@ impl Results {
         let c = &self.config;
         World {
             pods: vec![Pod::default(); n],
+            replaced: vec![None; n],
             net: Vec::new(),
             server: Server {
                 store: Store::default(),
@@ -264,9 +290,7 @@ impl Results {
 
     /// The write a request makes.
     fn write_of(&self, world: &World, request: Msg) -> (argo_results_rules::ResultKey, Report) {
-        let Msg::Request { from, step, to } = request else {
-            unreachable!("only requests are written")
-        };
+        let (from, pod, step, to) = request.request().expect("only requests are written");
         let node = self.nodes[to as usize];
         if from == IMPOSTOR {
             let report = Report {
@@ -282,14 +306,14 @@ impl Results {
             return (node.key(), report);
         }
         let sender = self.nodes[from as usize];
-        let report = sender.report(step, &world.pods[from as usize]);
+        let report = sender.report(step, world.sender(from, pod));
         (node.key(), report)
     }
 
     /// Commits `requests` as one transaction and answers each (a hostile one's answer
-    /// goes nowhere that matters: its pod is at another step). A report the server asks to
-    /// retry later (`503`: the controller has not named the pod's UID yet) gets no answer
-    /// here: to the pod it is an attempt without a 2xx, as a lost answer is.
+    /// goes nowhere that matters: its pod is at another step). A report the Reporter
+    /// retries (`503`: the controller has not named the pod's UID yet; `pod_mismatch`) gets
+    /// no answer here: to the pod it is an attempt without a 2xx, as a lost answer is.
     fn commit(&self, world: &mut World, requests: &[Msg]) -> Vec<Msg> {
         let before = world.server.store.rows.clone();
         let mut writes = Vec::new();
@@ -306,10 +330,20 @@ impl Results {
         self.after_commit(world, &before);
         let mut answers = Vec::new();
         for ((&request, report), outcome) in requests.iter().zip(reports).zip(outcomes) {
-            let Msg::Request { from, step, to } = request else {
-                unreachable!("only requests are committed")
-            };
-            if matches!(outcome, Err(Rejected::Refused(Refusal::NotYetBound { .. }))) {
+            let (from, pod, step, to) = request.request().expect("only requests are committed");
+            // A pod the controller replaced hears nothing, and its reports count for no
+            // property but the row's: the node runs again in its successor.
+            if from != IMPOSTOR && pod != world.pods[from as usize].generation {
+                continue;
+            }
+            // The Reporter retries both: the controller is about to name the pod's UID, or
+            // to name it instead of a deleted pod's of the same name (a pod created again).
+            if matches!(
+                outcome,
+                Err(Rejected::Refused(
+                    Refusal::NotYetBound { .. } | Refusal::PodMismatch { .. }
+                ))
+            ) {
                 continue;
             }
             let ok = (self.hooks.answers_ok)(&report, &outcome);
@@ -350,7 +384,11 @@ impl Results {
 
     /// Records what the properties watch in a commit: completions, and any change to a
     /// frozen row or to a lower sequence.
-    fn after_commit(&self, world: &mut World, before: &std::collections::BTreeMap<String, Row>) {
+    pub(super) fn after_commit(
+        &self,
+        world: &mut World,
+        before: &std::collections::BTreeMap<String, Row>,
+    ) {
         for (i, node) in self.nodes.iter().enumerate() {
             let id = node.node_id();
             let (Some(after), old) = (world.server.store.rows.get(&id), before.get(&id)) else {
@@ -384,9 +422,18 @@ impl Results {
     }
 }
 
-/// Puts a request of pod `from` at `step`, to node `to`'s URL, in the network.
-fn send(net: &mut Vec<Msg>, from: u8, step: Step, to: u8) {
-    insert(net, Msg::Request { from, step, to });
+/// Puts a request of node `from`'s pod `pod` at `step`, to node `to`'s URL, in the
+/// network.
+fn send(net: &mut Vec<Msg>, from: u8, pod: u8, step: Step, to: u8) {
+    insert(
+        net,
+        Msg::Request {
+            from,
+            pod,
+            step,
+            to,
+        },
+    );
 }
 
 fn insert(net: &mut Vec<Msg>, msg: Msg) {
@@ -587,11 +634,14 @@ impl Model for Results {
                 let pod = &pods[to as usize];
                 pod.running() && pod.step == step
             }
-            Msg::Request { from, to, .. } => {
+            Msg::Request { from, pod, to, .. } => {
                 let frozen = rows
                     .get(&self.nodes[to as usize].node_id())
                     .is_some_and(|row| row.state.is_frozen());
-                !(settled && frozen && pods.get(from as usize).is_none_or(Pod::over))
+                let ended = pods
+                    .get(from as usize)
+                    .is_none_or(|sender| sender.over() || sender.generation != pod);
+                !(settled && frozen && ended)
             }
         });
         (changed && next != *world).then_some(next)
@@ -599,6 +649,20 @@ impl Model for Results {
 
     fn properties(&self) -> Vec<Property<Self>> {
         properties::all()
+    }
+}
+
+impl World {
+    /// Node `from`'s pod `generation`: the current one, or the one it replaced.
+    fn sender(&self, from: u8, generation: u8) -> &Pod {
+        let current = &self.pods[from as usize];
+        if current.generation == generation {
+            return current;
+        }
+        self.replaced[from as usize]
+            .as_ref()
+            .filter(|pod| pod.generation == generation)
+            .expect("a request's pod is its node's current one or the one it replaced")
     }
 }
 
@@ -709,7 +773,7 @@ impl Results {
             Action::Send(i) => {
                 let pod = &mut world.pods[i];
                 pod.attempts += 1;
-                send(&mut world.net, i as u8, pod.step, i as u8);
+                send(&mut world.net, i as u8, pod.generation, pod.step, i as u8);
                 true
             }
             Action::GiveUp(i) => {
@@ -718,12 +782,20 @@ impl Results {
             }
             Action::OtherFinal(i) => {
                 world.budget.other_finals -= 1;
-                send(&mut world.net, i as u8, Step::OtherFinal, i as u8);
+                let pod = world.pods[i].generation;
+                send(&mut world.net, i as u8, pod, Step::OtherFinal, i as u8);
                 true
             }
             Action::LateProgress(i) => {
-                world.pods[i].late_progress = true;
-                send(&mut world.net, i as u8, Step::LateProgress, i as u8);
+                let pod = &mut world.pods[i];
+                pod.late_progress = true;
+                send(
+                    &mut world.net,
+                    i as u8,
+                    pod.generation,
+                    Step::LateProgress,
+                    i as u8,
+                );
                 true
             }
             Action::RepeatSequence(i) => {
@@ -743,12 +815,13 @@ impl Results {
             }
             Action::Impostor => {
                 world.budget.impostor = false;
-                send(&mut world.net, IMPOSTOR, Step::Final, 0);
+                send(&mut world.net, IMPOSTOR, 0, Step::Final, 0);
                 true
             }
             Action::Hostile { from, to } => {
                 world.budget.hostile = false;
-                send(&mut world.net, from as u8, Step::First, to as u8);
+                let pod = world.pods[from].generation;
+                send(&mut world.net, from as u8, pod, Step::First, to as u8);
                 true
             }
             Action::Deliver { msg, heard } => {
@@ -830,10 +903,13 @@ impl Results {
 
     /// Whether the pod that sent `request` still waits for its answer.
     fn waits_for(&self, world: &World, request: Msg) -> bool {
-        let Msg::Request { from, step, to } = request else {
+        let Some((from, pod, step, to)) = request.request() else {
             return false;
         };
-        from == to && world.pods[from as usize].running() && world.pods[from as usize].step == step
+        from == to && {
+            let sender = &world.pods[from as usize];
+            pod == sender.generation && sender.running() && sender.step == step
+        }
     }
 
     /// A pod hears the server's answer to one of its reports.

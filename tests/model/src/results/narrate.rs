@@ -97,10 +97,26 @@ impl Results {
                 "the impostor's final report to node {}",
                 self.nodes[to as usize].node_id()
             ),
-            Msg::Request { from, step, to } if from == to => format!(
+            Msg::Request {
+                from,
+                pod: 0,
+                step,
+                to,
+            } if from == to => format!(
                 "{}'s {} report",
                 self.pod_name(from as usize),
                 report_name(step)
+            ),
+            Msg::Request {
+                from,
+                pod,
+                step,
+                to,
+            } if from == to => format!(
+                "{}'s {} report from its pod created again ({})",
+                self.pod_name(from as usize),
+                report_name(step),
+                self.nodes[from as usize].pod_uid(pod)
             ),
             Msg::Request { from, to, .. } => format!(
                 "{}'s report to node {}",
@@ -123,7 +139,7 @@ impl Narrate for Results {
         let pod = |i: usize| self.pod_name(i);
         match action {
             Action::CreatePod(i) => format!(
-                "controller registers {} for pod {} by name, and creates the pod",
+                "controller registers {} for pod {} by name, and creates the pod (again, if it was deleted)",
                 node(*i),
                 pod(*i)
             ),

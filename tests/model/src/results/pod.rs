@@ -98,6 +98,9 @@ pub struct Pod {
     pub sequence_repeated: bool,
     /// Progress was sent after the final report (`Step::LateProgress`).
     pub late_progress: bool,
+    /// Which of its node's pods this is: 0, or 1 once the controller created the pod
+    /// again under the same name (another UID).
+    pub generation: u8,
 }
 
 impl Pod {
@@ -207,8 +210,12 @@ impl Node {
         format!("{WORKFLOW}-{template}-{}", 100 * (self.index + 1))
     }
 
-    pub fn pod_uid(&self) -> String {
-        format!("pod-uid-{}", self.index + 1)
+    /// The UID of the node's pod `generation` (`Pod::generation`).
+    pub fn pod_uid(&self, generation: u8) -> String {
+        match generation {
+            0 => format!("pod-uid-{}", self.index + 1),
+            again => format!("pod-uid-{}-{}", self.index + 1, again + 1),
+        }
     }
 
     pub fn key(&self) -> ResultKey {
@@ -224,7 +231,7 @@ impl Node {
     pub fn report(&self, step: Step, pod: &Pod) -> Report {
         let mut report = Report {
             pod_name: self.pod_name(),
-            pod_uid: self.pod_uid(),
+            pod_uid: self.pod_uid(pod.generation),
             instance_id: None,
             sequence: Some(1),
             is_final: false,

@@ -72,14 +72,16 @@ pub fn all() -> Vec<Property<Results>> {
         Property::always(
             POD_WRITES_ONLY_ITS_NODE,
             |model: &Results, world: &World| {
-                model.nodes.iter().all(|node| {
+                model.nodes.iter().zip(&world.pods).all(|(node, pod)| {
                     world
                         .server
                         .store
                         .rows
                         .get(&node.node_id())
                         .and_then(|row| row.pod_uid.as_deref())
-                        .is_none_or(|uid| uid == node.pod_uid())
+                        .is_none_or(|uid| {
+                            (0..=pod.generation).any(|generation| uid == node.pod_uid(generation))
+                        })
                 })
             },
         ),
