@@ -10,6 +10,7 @@ mod auth;
 mod banner;
 mod config;
 mod console;
+mod handshakes;
 mod http;
 mod listener;
 mod metrics;
@@ -224,6 +225,8 @@ impl Listening {
                 let limits = listener::Limits {
                     max_connections: limits.max_connections.min(OPERATIONS_CONNECTIONS),
                     max_per_peer: OPERATIONS_CONNECTIONS,
+                    // Plain HTTP: connections cost no handshake.
+                    handshakes_per_peer: 0,
                     ..limits
                 };
                 Some((listener, Guard::new("metrics", limits, Arc::clone(metrics))))

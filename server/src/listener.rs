@@ -10,6 +10,9 @@
 //!   log says so). So a flood of sockets, idle or busy with probes or refused requests,
 //!   can neither exhaust the process's file descriptors nor lock out clients that use
 //!   their connections;
+//! - with TLS, a peer starts at most `--max-tls-handshakes-per-peer` handshakes a second
+//!   after a burst of its connection cap (`handshakes.rs`): past it, its new connections
+//!   are closed as they arrive, before the handshake costs anything;
 //! - a connection must send its first byte within 3 s (or `--header-timeout`, if
 //!   shorter): every real client speaks at once;
 //! - a connection's TLS handshake, its first request's headers and (HTTP/1.1) every later
@@ -40,6 +43,7 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tower::Service;
 
+use crate::handshakes::Handshakes;
 use crate::metrics::Metrics;
 
 /// The timeouts and the caps of one listener.
@@ -49,6 +53,8 @@ pub struct Limits {
     pub idle_timeout: Duration,
     pub max_connections: usize,
     pub max_per_peer: usize,
+    /// New TLS connections a second from one address; 0: no limit (or no TLS).
+    pub handshakes_per_peer: u32,
 }
 
 /// Requests at once on one HTTP/2 connection: each may hold an answer of up to 8 MiB.
@@ -128,6 +134,8 @@ pub struct Guard {
     open: Arc<Mutex<Open>>,
     gauge: Gauge,
     metrics: Arc<Metrics>,
+    /// `None` without TLS or with `--max-tls-handshakes-per-peer 0`.
+    handshakes: Option<Arc<Handshakes>>,
     started: Instant,
     /// When a refusal was last logged, in milliseconds since `started`, plus one.
     warned: Arc<AtomicU64>,
@@ -181,6 +189,8 @@ enum Refused {
     Full,
     /// `--max-connections-per-peer`.
     Peer,
+    /// `--max-tls-handshakes-per-peer`.
+    Handshakes,
 }
 
 impl Guard {
@@ -192,6 +202,12 @@ impl Guard {
             open: Arc::default(),
             gauge: metrics.connections(name),
             metrics,
+            handshakes: (limits.handshakes_per_peer > 0).then(|| {
+                Arc::new(Handshakes::new(
+                    limits.handshakes_per_peer,
+                    limits.max_per_peer,
+                ))
+            }),
             started: Instant::now(),
             warned: Arc::new(AtomicU64::new(0)),
         }
@@ -232,6 +248,13 @@ impl Guard {
                     cap = self.limits.max_per_peer,
                     "a peer holds --max-connections-per-peer connections: its new ones are \
                      closed at once"
+                ),
+                Refused::Handshakes => tracing::warn!(
+                    listener = self.name,
+                    %peer,
+                    rate = self.limits.handshakes_per_peer,
+                    "a peer opens TLS connections faster than --max-tls-handshakes-per-peer: \
+                     its new ones are closed at once"
                 ),
             }
         }
@@ -305,6 +328,11 @@ impl<S> Accept<TcpStream, S> for Guard {
         // second record waited for the client's delayed ACK: 40 ms more for every pod.
         if let Err(error) = stream.set_nodelay(true) {
             return std::future::ready(Err(error));
+        }
+        if let Some(handshakes) = &self.handshakes
+            && !handshakes.admit(peer)
+        {
+            return std::future::ready(Err(self.refuse(Refused::Handshakes, peer)));
         }
         let activity = Arc::new(Activity::new());
         let id = match self.admit(peer, &activity) {
@@ -637,6 +665,7 @@ mod tests {
             idle_timeout: Duration::from_secs(60),
             max_connections: 8,
             max_per_peer: 8,
+            handshakes_per_peer: 0,
         };
         let guard = Guard::new("api", limits, Arc::new(Metrics::new()));
         let (stream, _) = guard.accept(accepted, ()).await.expect("admitted");

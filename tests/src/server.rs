@@ -424,6 +424,11 @@ impl TestServer {
         self.child.id().expect("running server")
     }
 
+    /// The CPU time the server has used, in clock ticks (`getconf CLK_TCK`).
+    pub fn cpu_ticks(&self) -> u64 {
+        cpu_ticks(self.pid()).expect("/proc/<pid>/stat")
+    }
+
     /// The server's resident set, in MiB.
     pub fn rss_mib(&self) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
@@ -769,4 +774,24 @@ pub fn now_millis() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock");
     i64::try_from(since.as_millis()).expect("millis")
+}
+
+/// utime + stime of process `pid`, in clock ticks, from /proc/PID/stat.
+pub fn cpu_ticks(pid: u32) -> std::io::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let unreadable = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+    // The command's name, in parentheses, may hold spaces and parentheses: count the
+    // fields after its end, where field 3 (the state) comes first; utime and stime are
+    // fields 14 and 15.
+    let (_, after_name) = stat
+        .rsplit_once(')')
+        .ok_or_else(|| unreadable(format!("/proc/{pid}/stat: no command name")))?;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let field = |number: usize| -> std::io::Result<u64> {
+        fields
+            .get(number - 3)
+            .and_then(|text| text.parse().ok())
+            .ok_or_else(|| unreadable(format!("/proc/{pid}/stat: no field {number}")))
+    };
+    Ok(field(14)? + field(15)?)
 }

@@ -221,7 +221,8 @@ impl Metrics {
         registry.register(
             "http_connections_refused",
             "Connections closed on arrival because --max-open-connections were open and in use, \
-             or their peer held --max-connections-per-peer, by listener",
+             or their peer held --max-connections-per-peer or opened TLS connections faster \
+             than --max-tls-handshakes-per-peer, by listener",
             connections_refused.clone(),
         );
         let connections_evicted = Family::<ListenerLabels, Counter>::default();

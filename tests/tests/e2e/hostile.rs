@@ -17,8 +17,10 @@ use argo_results_tests::fake_kube::FakeKube;
 use argo_results_tests::fixtures::{NS, Step, WF, outputs, step};
 use argo_results_tests::private_postgres::PrivatePostgres;
 use argo_results_tests::server::{binary, free_port};
+use argo_results_tests::tls::TestCa;
 use argo_results_tests::tokens::{self, CONTROLLER, READER};
 use argo_results_tests::{Auth, Backend, TestServer, eventually};
+use futures_util::StreamExt;
 use futures_util::future::join_all;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -2172,4 +2174,127 @@ async fn connections_busy_with_no_use_are_evicted_for_newcomers() {
     assert_eq!(ready, 200, "the places are held by no work");
     assert_eq!(newcomers, [200; 4]);
     assert!(evicted > 0, "{evicted} evicted");
+}
+
+/// Connections one peer opens over TLS in a flood, each a full handshake and then closed.
+const HANDSHAKE_FLOOD: usize = 400;
+
+/// A stranger without a token connects over TLS from 127.0.0.2 again and again, eight at a
+/// time, each connection a full handshake (no session resumed) closed at once: past
+/// `--max-tls-handshakes-per-peer`'s burst (here 20 a second after a burst of 20, the
+/// per-peer cap) its new connections are closed before the handshake, so the flood costs
+/// the server little CPU, and the controller's new connection from 127.0.0.1 is served.
+/// The negative control: with the limit off (0), every handshake of the flood completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_handshakes_from_one_peer_are_rate_limited() {
+    let limited = handshake_flood("20").await;
+    let unlimited = handshake_flood("0").await;
+    for (case, flood) in [("limit 20/s", &limited), ("no limit", &unlimited)] {
+        figure(
+            "TLS handshake flood",
+            format!(
+                "{case}: {} of {HANDSHAKE_FLOOD} handshakes from 127.0.0.2 completed in {:.1} s, \
+                 server CPU {} ms; the controller's whoami from 127.0.0.1 {}",
+                flood.completed,
+                flood.took.as_secs_f64(),
+                flood.cpu_ms,
+                flood.controller
+            ),
+        );
+    }
+    let allowed = 20 + (20.0 * limited.took.as_secs_f64()).ceil() as usize + 2;
+    assert!(
+        limited.completed <= allowed,
+        "{} handshakes completed in {:?}; at most {allowed}",
+        limited.completed,
+        limited.took
+    );
+    assert_eq!(limited.controller, 200);
+    assert_eq!(unlimited.completed, HANDSHAKE_FLOOD, "the negative control");
+}
+
+struct Flood {
+    completed: usize,
+    took: Duration,
+    cpu_ms: u64,
+    controller: u16,
+}
+
+/// The flood against a TLS server with `--max-tls-handshakes-per-peer rate`.
+async fn handshake_flood(rate: &str) -> Flood {
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let ca = TestCa::new("CA");
+    let cert = ca.server_cert();
+    let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert_file, &cert.cert_pem).expect("cert");
+    std::fs::write(&key_file, &cert.key_pem).expect("key");
+    let server = TestServer::builder(Backend::Sqlite)
+        .flags(&[
+            "--tls-cert",
+            cert_file.to_str().expect("path"),
+            "--tls-key",
+            key_file.to_str().expect("path"),
+            "--max-connections-per-peer",
+            "20",
+            "--max-tls-handshakes-per-peer",
+            rate,
+        ])
+        .start()
+        .await;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.pem().as_bytes()) {
+        roots.add(cert.expect("CA")).expect("root");
+    }
+    let provider = rustls::crypto::aws_lc_rs::default_provider();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.resumption = rustls::client::Resumption::disabled();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let address: std::net::SocketAddr = server.address().parse().expect("address");
+    let cpu = server.cpu_ticks();
+    let started = Instant::now();
+    let handshakes = futures_util::stream::iter(0..HANDSHAKE_FLOOD)
+        .map(|_| {
+            let connector = connector.clone();
+            async move {
+                let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+                socket
+                    .bind(([127, 0, 0, 2], 0).into())
+                    .expect("bind 127.0.0.2");
+                let Ok(stream) = socket.connect(address).await else {
+                    return false;
+                };
+                let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+                let handshake = connector.connect(name, stream);
+                matches!(
+                    tokio::time::timeout(Duration::from_secs(5), handshake).await,
+                    Ok(Ok(_))
+                )
+            }
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<bool>>()
+        .await;
+    let took = started.elapsed();
+    let cpu_ms = (server.cpu_ticks() - cpu) * 10;
+    let controller = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca.pem().as_bytes()).expect("ca")])
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client")
+        .get(format!("{}/api/v1/whoami", server.url()))
+        .bearer_auth(tokens::user_token(CONTROLLER))
+        .send()
+        .await
+        .map_or(0, |answer| answer.status().as_u16());
+    Flood {
+        completed: handshakes.into_iter().filter(|done| *done).count(),
+        took,
+        cpu_ms,
+        controller,
+    }
 }

@@ -23,6 +23,7 @@ use std::time::Duration;
 use argo_results_client::controller::WorkflowRef;
 use argo_results_proto::token::{PodIdentity, TokenClaims, pem_encode};
 use argo_results_proto::{PROTOCOL_VERSION, ReportRequest};
+use argo_results_tests::server::cpu_ticks;
 use argo_results_tests::tls::TestCa;
 use aws_lc_rs::encoding::AsDer;
 use aws_lc_rs::rand::SystemRandom;
@@ -603,25 +604,6 @@ async fn exchange(
             (0, 0)
         }
     }
-}
-
-/// utime + stime of process `pid`, in clock ticks, from /proc/PID/stat.
-fn cpu_ticks(pid: u32) -> Result<u64, Error> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The command's name, in parentheses, may hold spaces and parentheses: count the
-    // fields after its end, where field 3 (the state) comes first; utime and stime are
-    // fields 14 and 15.
-    let (_, after_name) = stat
-        .rsplit_once(')')
-        .ok_or_else(|| format!("/proc/{pid}/stat: no command name"))?;
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let field = |number: usize| -> Result<u64, Error> {
-        let text = fields
-            .get(number - 3)
-            .ok_or_else(|| format!("/proc/{pid}/stat: no field {number}"))?;
-        Ok(text.parse()?)
-    };
-    Ok(field(14)? + field(15)?)
 }
 
 /// The CPU time process `pid` spends from `from` to `to`, in clock ticks: a task that reads
