@@ -49,7 +49,9 @@ pub struct AdmissionFlags {
     pub pod_write_budget: Option<usize>,
 
     /// API requests served at once; the excess answers 429 overloaded with Retry-After
-    /// [default: 32 per database connection]. Waiting watches do not count.
+    /// [default: 32 per database connection]. Waiting watches do not count, nor writes
+    /// waiting for the writer's transaction: as many of those may wait, one caller (a pod)
+    /// at most an eighth, and an eighth is kept for the controller.
     #[arg(long, env = "ARGO_RESULTS_MAX_IN_FLIGHT", display_order = 440,
           value_parser = count_between(1, 1_000_000))]
     pub max_in_flight: Option<usize>,

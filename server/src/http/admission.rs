@@ -11,10 +11,11 @@
 //!    reserves its most before the store is read ([`super::answer_memory`]). It
 //!    holds the slot while it is served, never while it waits on its client. A watch
 //!    gives its slot back while it waits for a change, under a cap of its own
-//!    (`--max-watches`), of which one subject holds at most an eighth, and an eighth is
-//!    kept for callers who may act as the controller ([`Watches`]).
+//!    (`--max-watches`), and a write while it waits for the writer's transaction (as many
+//!    places as `--max-in-flight`): of each, one caller holds at most an eighth, and an
+//!    eighth is kept for callers who may act as the controller ([`super::places`]), so a
+//!    stalled writer never turns the controller's reads into `429`.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::answer_memory;
 use super::error::ApiError;
+use super::places::{Places, Waiting};
 use super::state::AppState;
 
 /// What admission holds requests to (`--max-in-flight`, `--max-watches`,
@@ -46,7 +48,8 @@ pub struct Limits {
 #[derive(Debug)]
 pub struct Admission {
     in_flight: Arc<Semaphore>,
-    watches: Arc<Watches>,
+    watches: Arc<Places>,
+    writes: Arc<Places>,
     /// Bytes of bodies held in memory, one permit a byte.
     body_memory: Arc<Semaphore>,
     /// Bytes of answers being built or sent, one permit a byte.
@@ -58,10 +61,8 @@ impl Admission {
     pub fn new(limits: Limits) -> Self {
         Admission {
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
-            watches: Arc::new(Watches {
-                cap: limits.max_watches,
-                held: Mutex::default(),
-            }),
+            watches: Arc::new(Places::new(limits.max_watches, Waiting::Watches)),
+            writes: Arc::new(Places::new(limits.max_in_flight, Waiting::Writes)),
             body_memory: Arc::new(Semaphore::new(
                 limits.max_body_memory.min(Semaphore::MAX_PERMITS),
             )),
@@ -72,71 +73,14 @@ impl Admission {
         }
     }
 
-    /// A place among the watches waiting for a change for `subject`, held until dropped;
-    /// `controller` when the caller may act as the controller.
-    pub fn watch(&self, subject: &str, controller: bool) -> Result<WatchPlace, ApiError> {
-        let watches = &self.watches;
-        let mut held = watches.held();
-        let share = (watches.cap / 8).max(1);
-        let open_to_all = watches.cap - watches.cap / 8;
-        let mine = held.by_subject.get(subject).copied().unwrap_or(0);
-        if held.open >= watches.cap || (!controller && held.open >= open_to_all) {
-            return Err(ApiError::overloaded(
-                "too many watches are waiting (--max-watches)",
-            ));
-        }
-        if !controller && mine >= share {
-            return Err(ApiError::overloaded(&format!(
-                "this subject has {mine} watches waiting, its share of --max-watches"
-            )));
-        }
-        held.open += 1;
-        *held.by_subject.entry(subject.to_owned()).or_default() += 1;
-        Ok(WatchPlace {
-            watches: Arc::clone(watches),
-            subject: subject.to_owned(),
-        })
+    /// The places of watches waiting for a change.
+    pub fn watches(&self) -> &Arc<Places> {
+        &self.watches
     }
-}
 
-/// Watches waiting for a change: at most `cap`; an eighth of them kept for callers who may
-/// act as the controller, so that readers cannot take the controller's; and at most an
-/// eighth held by one subject that may not, so that one reader cannot take the others'.
-#[derive(Debug)]
-struct Watches {
-    cap: usize,
-    held: Mutex<Held>,
-}
-
-#[derive(Debug, Default)]
-struct Held {
-    open: usize,
-    by_subject: HashMap<String, usize>,
-}
-
-impl Watches {
-    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// A watch's place, given back when dropped.
-#[derive(Debug)]
-pub struct WatchPlace {
-    watches: Arc<Watches>,
-    subject: String,
-}
-
-impl Drop for WatchPlace {
-    fn drop(&mut self) {
-        let mut held = self.watches.held();
-        held.open -= 1;
-        if let Some(mine) = held.by_subject.get_mut(&self.subject) {
-            *mine -= 1;
-            if *mine == 0 {
-                held.by_subject.remove(&self.subject);
-            }
-        }
+    /// The places of writes waiting for the writer.
+    pub fn writes(&self) -> &Arc<Places> {
+        &self.writes
     }
 }
 

@@ -2,14 +2,17 @@
 //! never read as "nothing expected".
 
 use argo_results_proto::{ExpectationRequest, NodeResult, Problem};
+use axum::Extension;
 use axum::extract::State;
 use axum::response::Response;
 
+use super::admission::Slot;
 use super::answer::written_answer;
 use super::audit;
 use super::body::JsonBody;
 use super::error::ApiResult;
 use super::params::{Names, NodePath};
+use super::places;
 use super::state::AppState;
 use crate::auth::{Caller, Verb};
 use crate::store::{Expectation, ResultKey};
@@ -37,12 +40,14 @@ pub async fn expect(
     State(state): State<AppState>,
     caller: Caller,
     Names(path): Names<NodePath>,
+    Extension(slot): Extension<Slot>,
     JsonBody(body): JsonBody<ExpectationRequest>,
 ) -> ApiResult<Response> {
     state
         .authorize(&caller, Verb::Create, Some(&path.namespace))
         .await?;
     validate::expectation(&body)?;
+    let _waiting = places::wait_for_writer(&state, &caller, &slot, &path.namespace).await?;
     let key = ResultKey {
         namespace: path.namespace,
         workflow: path.workflow,

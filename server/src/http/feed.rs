@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use utoipa::IntoParams;
 
-use super::admission::{Slot, WatchPlace};
+use super::admission::Slot;
 use super::error::{ApiError, ApiResult};
 use super::params::{QueryParams, invalid_parameter, limit};
+use super::places;
 use super::state::AppState;
 use crate::auth::{Caller, Verb};
 use crate::store::FeedChunk;
@@ -85,23 +86,6 @@ fn page(chunk: FeedChunk) -> Response {
     )
 }
 
-/// A place among the waiting watches. Whether the caller may act as the controller (which
-/// `--rbac` asks the API server) is asked only when a reader's places are taken.
-async fn watch_place(
-    state: &AppState,
-    caller: &Caller,
-    namespace: Option<&str>,
-) -> ApiResult<WatchPlace> {
-    let refused = match state.admission.watch(&caller.subject, false) {
-        Ok(place) => return Ok(place),
-        Err(refused) => refused,
-    };
-    match state.auth.authorize(caller, Verb::Create, namespace).await {
-        Ok(()) => state.admission.watch(&caller.subject, true),
-        Err(_) => Err(refused),
-    }
-}
-
 /// Every change with a revision above `since`, oldest first, then the revision to resume from.
 #[utoipa::path(
     get,
@@ -166,7 +150,8 @@ pub async fn feed(
             return Ok(answer(&state, &caller, namespace, chunk).await);
         }
         if watch.is_none() {
-            watch = Some(watch_place(&state, &caller, namespace).await?);
+            let watches = state.admission.watches();
+            watch = Some(places::take(watches, &state, &caller, namespace).await?);
         }
         // Waiting holds no database connection, so it holds no slot in flight either.
         slot.release();

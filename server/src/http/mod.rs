@@ -16,6 +16,7 @@ mod feed;
 mod observe;
 mod openapi;
 mod params;
+mod places;
 mod pod_writes;
 mod probes;
 mod results;

@@ -21,6 +21,7 @@ use super::cursor::{self, PageQuery};
 use super::error::{ApiError, ApiResult};
 use super::observe::Arrived;
 use super::params::{Names, NodePath, QueryParams, WorkflowPath, invalid_parameter, limit};
+use super::places;
 use super::state::AppState;
 use crate::auth::{Caller, Verb, pod};
 use crate::metrics::ReportOutcome;
@@ -125,6 +126,7 @@ pub async fn report(
     caller: Caller,
     Names(path): Names<NodePath>,
     Extension(Arrived(arrived)): Extension<Arrived>,
+    Extension(slot): Extension<Slot>,
     JsonBody(body): JsonBody<ReportRequest>,
 ) -> ApiResult<Response> {
     if body.protocol_version != PROTOCOL_VERSION {
@@ -139,6 +141,7 @@ pub async fn report(
     }
     validate::report(&body, &state.limits)?;
     state.counted(pod::authorize_report(&state.auth, &caller, &path, &body).await)?;
+    let _waiting = places::wait_for_writer(&state, &caller, &slot, &path.namespace).await?;
     let outputs = body
         .outputs
         .as_deref()
@@ -221,12 +224,14 @@ pub async fn abandon(
     State(state): State<AppState>,
     caller: Caller,
     Names(path): Names<NodePath>,
+    Extension(slot): Extension<Slot>,
     JsonBody(body): JsonBody<AbandonRequest>,
 ) -> ApiResult<Response> {
     state
         .authorize(&caller, Verb::Delete, Some(&path.namespace))
         .await?;
     validate::abandon(&body)?;
+    let _waiting = places::wait_for_writer(&state, &caller, &slot, &path.namespace).await?;
     let stored = state
         .store
         .abandon(key(path, body.workflow_uid), body.reason)

@@ -2298,3 +2298,90 @@ async fn handshake_flood(rate: &str) -> Flood {
         controller,
     }
 }
+
+/// Reports one pod sends at once while the writer is stalled.
+const STALLED_REPORTS: u32 = 40;
+
+/// A pod's reports waiting on a stalled writer (a row lock held by another session, as a
+/// long transaction or a failover holds it) hold no slot in flight: with
+/// `--max-in-flight 16`, one pod sends 40 reports at once and they wait, or get `429` past
+/// its share of the waiting writes, while the controller's `whoami`, list and feed are
+/// served; once the lock goes, the reports that waited are stored. Before, the waiting
+/// reports took every slot and the controller's calls got `429` until the writer moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_writer_keeps_no_slot_from_the_controller() {
+    use sqlx::Connection;
+    let server = TestServer::builder(Backend::Postgres)
+        .flags(&["--max-in-flight", "16"])
+        .start()
+        .await;
+    let pod = step(1);
+    let (path, token) = (result_path(&pod), pod_token(&pod));
+    let progress = |sequence: u32| {
+        let mut report = pod.report(Some(sequence.into()), false, None);
+        report.progress = Some(format!("{sequence}/100"));
+        serde_json::to_string(&report).expect("json")
+    };
+    let first = server.put_json(&path, &token, progress(1)).await;
+    assert_eq!(first.status, 201, "{:.300}", first.text);
+    let mut locker = sqlx::PgConnection::connect(server.database_url())
+        .await
+        .expect("a session of its own");
+    let mut lock = locker.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM results WHERE node_id = $1 FOR UPDATE")
+        .bind(&pod.node_id)
+        .execute(&mut *lock)
+        .await
+        .expect("the row locked");
+    let server = Arc::new(server);
+    let reports: Vec<JoinHandle<u16>> = (2..STALLED_REPORTS + 2)
+        .map(|sequence| {
+            let (server, path, token) = (Arc::clone(&server), path.clone(), token.clone());
+            let body = progress(sequence);
+            tokio::spawn(async move { server.put_json(&path, &token, body).await.status })
+        })
+        .collect();
+    // Every report arrived: those that wait, wait on the writer.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let controller = tokens::user_token(CONTROLLER);
+    let list = format!("/api/v1/namespaces/{NS}/workflows/{WF}/results");
+    let mut served = Vec::new();
+    for _ in 0..5 {
+        served.push(admin_whoami(&server).await.0);
+        served.push(server.get(&list, Some(&controller)).await.status);
+        served.push(
+            server
+                .get("/api/v1/results?since=0", Some(&controller))
+                .await
+                .status,
+        );
+    }
+    lock.rollback().await.expect("the lock released");
+    let statuses = tally(
+        join_all(reports)
+            .await
+            .into_iter()
+            .map(|r| r.expect("report")),
+    );
+    let controllers = tally(served);
+    let stored = server
+        .count(&format!(
+            "SELECT sequence FROM results WHERE node_id = '{}'",
+            pod.node_id
+        ))
+        .await;
+    figure(
+        "stalled writer",
+        format!(
+            "{STALLED_REPORTS} reports of one pod at once with the writer stalled, \
+             --max-in-flight 16: the pod's {statuses:?}; the controller's whoami, list and \
+             feed, 5 each: {controllers:?}; stored sequence {stored} once the lock went"
+        ),
+    );
+    assert_eq!(controllers, BTreeMap::from([(200, 15)]), "{controllers:?}");
+    assert!(
+        statuses.contains_key(&200),
+        "reports that waited were stored: {statuses:?}"
+    );
+    assert!(stored >= 2, "sequence {stored}");
+}
