@@ -158,6 +158,68 @@ async fn a_restore_under_a_following_controller_is_noticed() {
     }
 }
 
+/// A restore whose new history passes the controller's position before it reads again:
+/// only the epoch tells it its position is of the old history. Its feed read names the
+/// epoch it holds, is answered `410 gone`, and it lists again; a read without the epoch
+/// would be answered the new history after its position, and it would never know the
+/// results written in between (a mutant of `Reconciler::follow` that drops the epoch
+/// passed every other test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_whose_new_history_passes_the_controller_is_noticed_by_its_epoch() {
+    let server = TestServer::builder(Backend::Postgres).start().await;
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let mut controller = Reconciler::new(server.controller(), 0);
+    let (kept, taken) = (step(1), step(2));
+    created(&mut controller, &kept).await;
+    server.complete(&kept, 1).await;
+    let file = backup(&server, &dir);
+    created(&mut controller, &taken).await;
+    server.complete(&taken, 2).await;
+    while controller.follow(0).await.expect("feed") > 0 {}
+    let position = server.count("SELECT MAX(revision) FROM changes").await;
+
+    restore(&server, &file);
+    // Pods go on reporting before the controller reads again: the new history's head
+    // passes the position the controller holds.
+    let mut written = Vec::new();
+    for i in 3..=6 {
+        let s = step(i);
+        server.register(&s).await;
+        server.complete(&s, i).await;
+        written.push(s);
+        if server.count("SELECT MAX(revision) FROM changes").await > position {
+            break;
+        }
+    }
+    let head = server.count("SELECT MAX(revision) FROM changes").await;
+    assert!(head > position, "the new head {head} is past {position}");
+    while controller.follow(0).await.expect("feed") > 0 {}
+    let listed = server
+        .reader()
+        .list_results(NS, WF, &Default::default())
+        .await
+        .expect("list");
+    println!(
+        "restored behind position {position}; {} nodes written since, head {head}; the \
+         controller knows {} of the {} results stored",
+        written.len(),
+        listed
+            .items
+            .iter()
+            .filter(|result| controller.result(UID, &result.node_id) == Some(result))
+            .count(),
+        listed.items.len()
+    );
+    for result in &listed.items {
+        assert_eq!(
+            controller.result(UID, &result.node_id),
+            Some(result),
+            "what the controller knows is what the store holds"
+        );
+    }
+    assert!(controller.result(UID, &taken.node_id).is_none());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_restored_while_the_server_was_down_starts_a_new_epoch() {
     let mut server = TestServer::builder(Backend::Postgres).start().await;

@@ -87,6 +87,7 @@ fn one(settings: Vec<String>) -> Worlds {
             "results.controller_crashes" => config.controller_crashes = number(),
             "results.outages" => config.outages = number(),
             "results.crash_before_persist" => config.crash_before_persist = number() != 0,
+            "results.pods_created_again" => config.pods_created_again = number() != 0,
             "results.duplicates" => config.duplicates = number(),
             "results.restores" => config.restores = number(),
             "results.prunes" => config.prunes = number(),

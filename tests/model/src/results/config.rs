@@ -37,6 +37,12 @@ pub struct Config {
     /// A controller crash may also fall between creating a node's pod and persisting the
     /// workflow: the node's registration is forgotten, the pod is there.
     pub crash_before_persist: bool,
+    /// After such a crash, a pod deleted meanwhile is created again under its name, with
+    /// another UID, as Argo's `createWorkflowPod` does; without it the controller finds it
+    /// gone and settles the node. The second pod runs the whole node again, which
+    /// multiplies the deep worlds' states past what 2 cores finish, so only the outage
+    /// world has it.
+    pub pods_created_again: bool,
     /// Times the server is down for a while (`Server::down`).
     pub outages: u8,
     /// Requests the network delivers twice.
@@ -80,6 +86,7 @@ impl Config {
             server_crashes: 1,
             controller_crashes: 1,
             crash_before_persist: false,
+            pods_created_again: false,
             outages: 0,
             duplicates: 0,
             restores: 1,
@@ -164,11 +171,13 @@ impl Config {
     /// One container node while the server goes down for a while and comes back: reports
     /// and the controller's settle meet `503`, as during a rollout; one pod fault, one
     /// controller crash (anywhere, or between creating the pod and persisting the
-    /// workflow), two attempts at each report.
+    /// workflow, after which a pod deleted meanwhile is created again), two attempts at
+    /// each report.
     pub fn outage() -> Self {
         Config {
             outages: 1,
             crash_before_persist: true,
+            pods_created_again: true,
             server_crashes: 0,
             restores: 0,
             prunes: 0,

@@ -169,7 +169,10 @@ impl Results {
                     .rows
                     .get(&self.nodes[i].node_id())
                     .is_some_and(|row| !row.state.is_frozen());
-                if world.pods[i].phase == Some(PodPhase::Gone) && live {
+                if self.config.pods_created_again
+                    && world.pods[i].phase == Some(PodPhase::Gone)
+                    && live
+                {
                     self.create_again(world, i);
                 }
                 world.pods[i].phase.get_or_insert(PodPhase::Pending);
