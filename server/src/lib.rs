@@ -10,7 +10,6 @@ mod auth;
 mod banner;
 mod config;
 mod console;
-mod handshakes;
 mod http;
 mod listener;
 mod metrics;

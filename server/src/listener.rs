@@ -11,7 +11,7 @@
 //!   can neither exhaust the process's file descriptors nor lock out clients that use
 //!   their connections;
 //! - with TLS, a peer starts at most `--max-tls-handshakes-per-peer` handshakes a second
-//!   after a burst of its connection cap (`handshakes.rs`): past it, its new connections
+//!   after a burst of its connection cap (`listener/handshakes.rs`): past it, its new connections
 //!   are closed as they arrive, before the handshake costs anything;
 //! - a connection must send its first byte within 3 s (or `--header-timeout`, if
 //!   shorter): every real client speaks at once;
@@ -43,8 +43,10 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tower::Service;
 
-use crate::handshakes::Handshakes;
 use crate::metrics::Metrics;
+use handshakes::Handshakes;
+
+mod handshakes;
 
 /// The timeouts and the caps of one listener.
 #[derive(Debug, Clone, Copy)]

@@ -88,14 +88,15 @@ const DURATION: [&str; 3] = ["0s", "-1s", "100000d"];
 const COUNT: [&str; 3] = ["0", "-1", "99999999999999"];
 
 /// Every numeric flag, its values, and whether zero is one it takes (a wait or a grace of
-/// none, no leeway); every other zero, as every negative or absurd value, stops the server
-/// at start.
+/// none, no leeway, no handshake limit); every other zero, as every negative or absurd
+/// value, stops the server at start.
 const NUMERIC_FLAGS: &[(&str, [&str; 3], bool)] = &[
     ("database-wait", DURATION, true),
     ("header-timeout", DURATION, false),
     ("idle-timeout", DURATION, false),
     ("max-open-connections", COUNT, false),
     ("max-connections-per-peer", COUNT, false),
+    ("max-tls-handshakes-per-peer", COUNT, true),
     ("kube-api-qps", COUNT, false),
     ("max-token-lifetime", DURATION, false),
     ("clock-leeway", DURATION, true),

@@ -21,7 +21,7 @@ const RULES: &[(&str, &str, &[&str])] = &[
     ("L4", "validate", &["store"]),
     ("L5", "metrics", &["auth"]),
     ("L6", "retention", &["store", "metrics"]),
-    ("L7", "listener", &["metrics"]),
+    ("L7", "listener", &["metrics", "rate"]),
     (
         "L8",
         "config",
