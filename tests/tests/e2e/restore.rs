@@ -68,8 +68,10 @@ async fn epoch_of(server: &TestServer) -> String {
         .expect("an epoch")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restore_under_a_following_controller_is_noticed() {
+/// A Postgres server and a controller following it: node 1 completed, `pg_dump` taken (in
+/// the directory returned, and its file), node 2 completed after it, the controller past
+/// both.
+async fn backed_up_and_followed() -> (TestServer, TempDir, Reconciler, String) {
     let server = TestServer::builder(Backend::Postgres).start().await;
     let dir = tempfile::tempdir().expect("scratch directory");
     let mut controller = Reconciler::new(server.controller(), 0);
@@ -80,6 +82,13 @@ async fn a_restore_under_a_following_controller_is_noticed() {
     created(&mut controller, &taken).await;
     server.complete(&taken, 2).await;
     while controller.follow(0).await.expect("feed") > 0 {}
+    (server, dir, controller, file)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_under_a_following_controller_is_noticed() {
+    let (server, _dir, mut controller, file) = backed_up_and_followed().await;
+    let taken = step(2);
     let before = epoch_of(&server).await;
     println!(
         "pg_dump -Fc after node 1; node 2 completed after it; the controller followed both \
@@ -166,16 +175,8 @@ async fn a_restore_under_a_following_controller_is_noticed() {
 /// passed every other test).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restore_whose_new_history_passes_the_controller_is_noticed_by_its_epoch() {
-    let server = TestServer::builder(Backend::Postgres).start().await;
-    let dir = tempfile::tempdir().expect("scratch directory");
-    let mut controller = Reconciler::new(server.controller(), 0);
-    let (kept, taken) = (step(1), step(2));
-    created(&mut controller, &kept).await;
-    server.complete(&kept, 1).await;
-    let file = backup(&server, &dir);
-    created(&mut controller, &taken).await;
-    server.complete(&taken, 2).await;
-    while controller.follow(0).await.expect("feed") > 0 {}
+    let (server, _dir, mut controller, file) = backed_up_and_followed().await;
+    let taken = step(2);
     let position = server.count("SELECT MAX(revision) FROM changes").await;
 
     restore(&server, &file);
