@@ -44,6 +44,11 @@ func (r *podRunner) logf(format string, args ...any) {
 }
 
 func (r *podRunner) run(ctx context.Context) {
+	// Every volume goes once the Pod's last process has exited. A kubelet keeps an ended
+	// Pod's emptyDirs until the Pod is deleted, but no container reads them again, and
+	// each holds the copy of argoexec (155 MB) that Argo's init container makes: kept,
+	// one e2e run's Pods filled gigabytes of the disk CI shares.
+	defer r.removeVolumes()
 	volumes, err := r.volumes(ctx)
 	if err != nil {
 		r.logf("volumes: %v", err)
@@ -334,6 +339,12 @@ func (r *podRunner) evict(ctx context.Context) {
 	r.mu.Unlock()
 	r.kill(syscall.SIGKILL)
 	r.finish(ctx, apiv1.PodFailed, "Evicted", "The node was low on resource: memory.")
+}
+
+func (r *podRunner) removeVolumes() {
+	if err := os.RemoveAll(filepath.Join(r.dir, "volumes")); err != nil {
+		r.logf("removing volumes: %v", err)
+	}
 }
 
 // volumes makes each of the Pod's volumes and returns where each is on the host.
