@@ -222,6 +222,13 @@ impl Caller {
         caller.namespace = Some(kubernetes.namespace);
         Ok(caller)
     }
+
+    /// Whose share of what callers share (waiting places, the answers' memory) a request
+    /// takes: a pod's UID, as every pod of a namespace shares its service account, else
+    /// the subject.
+    pub fn holder(&self) -> &str {
+        self.pod.as_ref().map_or(&self.subject, |pod| &pod.uid)
+    }
 }
 
 /// What an operation needs, as a verb on `argoproj.io/workflowtaskresults`.

@@ -30,8 +30,9 @@ pub struct AdmissionFlags {
     pub max_body_memory: usize,
 
     /// Bytes of answers being built or sent at once, across requests: each is held until
-    /// its client has taken it, and a page reserves 16 MiB while it is built (so at least
-    /// that); an answer that would pass it is answered 429 overloaded.
+    /// its client has taken it, a page item by item as it is read. One caller holding
+    /// several takes at most an eighth, and an eighth is kept for the controller; an
+    /// answer that would pass them is answered 429 overloaded (at least 16 MiB).
     #[arg(long, env = "ARGO_RESULTS_MAX_ANSWER_MEMORY", default_value_t = 64 << 20, display_order = 360,
           value_parser = count_between(PAGE, TIB))]
     pub max_answer_memory: usize,

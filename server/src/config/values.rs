@@ -11,8 +11,8 @@ pub(super) const DAY: Duration = Duration::from_secs(86_400);
 pub(super) const KIB: u64 = 1 << 10;
 pub(super) const MIB: u64 = 1 << 20;
 pub(super) const TIB: u64 = 1 << 40;
-/// What one page reserves of `--max-answer-memory` (`http/answer_memory.rs`, `PAGE_BYTES`): less
-/// would refuse every list.
+/// The least `--max-answer-memory`: what it keeps open to every caller (seven eighths)
+/// holds a whole page, 8 MiB of items (`store/page.rs`), with room for others' answers.
 pub(super) const PAGE: u64 = 16 * MIB;
 
 /// A duration from `min` to `max`. Every duration flag has its range: zero where zero

@@ -7,14 +7,14 @@
 //!    `--max-body-memory` (`429`);
 //! 3. only then does it take one of the `--max-in-flight` slots, or is answered at once
 //!    with `429 overloaded` and `Retry-After` rather than queue behind the database. Every
-//!    answer holds what it is against `--max-answer-memory` until it is sent, and a page
-//!    reserves its most before the store is read ([`super::answer_memory`]). It
-//!    holds the slot while it is served, never while it waits on its client. A watch
-//!    gives its slot back while it waits for a change, under a cap of its own
-//!    (`--max-watches`), and a write while it waits for the writer's transaction (as many
-//!    places as `--max-in-flight`): of each, one caller holds at most an eighth, and an
-//!    eighth is kept for callers who may act as the controller ([`super::places`]), so a
-//!    stalled writer never turns the controller's reads into `429`.
+//!    answer holds what it is against `--max-answer-memory` until it is sent, a page each
+//!    item as the store takes it ([`super::answer_memory`]). It holds the slot while it is
+//!    served, never while it waits on its client. A watch gives its slot back while it
+//!    waits for a change, under a cap of its own (`--max-watches`), and a write while it
+//!    waits for the writer's transaction (as many places as `--max-in-flight`): of each,
+//!    one caller holds at most an eighth, and an eighth is kept for callers who may act as
+//!    the controller ([`super::places`]), so a stalled writer never turns the controller's
+//!    reads into `429`; the answers' memory is shared the same way.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,10 +28,13 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::answer_memory;
+use super::answer_memory::{self, AnswerMemory, Holding};
 use super::error::ApiError;
 use super::places::{Places, Waiting};
 use super::state::AppState;
+use crate::auth::{Caller, Verb};
+use crate::store::PageMemory;
+use crate::validate::dns_label;
 
 /// What admission holds requests to (`--max-in-flight`, `--max-watches`,
 /// `--max-body-memory`, `--max-answer-memory`, `--body-timeout`).
@@ -52,8 +55,7 @@ pub struct Admission {
     writes: Arc<Places>,
     /// Bytes of bodies held in memory, one permit a byte.
     body_memory: Arc<Semaphore>,
-    /// Bytes of answers being built or sent, one permit a byte.
-    answer_memory: Arc<Semaphore>,
+    answer_memory: Arc<AnswerMemory>,
     body_timeout: Duration,
 }
 
@@ -66,9 +68,7 @@ impl Admission {
             body_memory: Arc::new(Semaphore::new(
                 limits.max_body_memory.min(Semaphore::MAX_PERMITS),
             )),
-            answer_memory: Arc::new(Semaphore::new(
-                limits.max_answer_memory.min(Semaphore::MAX_PERMITS),
-            )),
+            answer_memory: Arc::new(AnswerMemory::new(limits.max_answer_memory)),
             body_timeout: limits.body_timeout,
         }
     }
@@ -84,21 +84,23 @@ impl Admission {
     }
 }
 
-/// A request's slot among those in flight, and what its answer reserved.
+/// A request's slot among those in flight, and what its answer holds of the answers'
+/// memory.
 #[derive(Debug, Clone)]
 pub struct Slot {
     held: Arc<Mutex<Kept>>,
     slots: Arc<Semaphore>,
-    answers: Arc<Semaphore>,
+    answers: Arc<AnswerMemory>,
 }
 
 #[derive(Debug, Default)]
 struct Kept {
     /// Held, not read: dropping it gives the slot back.
     _slot: Option<OwnedSemaphorePermit>,
-    answer: Option<OwnedSemaphorePermit>,
-    /// The answer is a page, which reserves its most while it is built.
-    page: bool,
+    answer: Option<Holding>,
+    /// The answer is a page, of this caller (its holder) and whether it may act as the
+    /// controller: its items are held as the store takes them.
+    page: Option<(String, bool)>,
 }
 
 impl Slot {
@@ -106,47 +108,55 @@ impl Slot {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Reserves, before the store is read, what a page can be; `429` when the budget
-    /// cannot take it.
-    pub fn reserve_page(&self) -> Result<(), ApiError> {
+    /// Makes the answer a page of `caller`'s in `namespace` (`None`: every namespace),
+    /// whose items the store holds as it takes them ([`PageMemory`]). Whether the caller
+    /// may act as the controller is asked here, once a page, as the store cannot wait.
+    pub async fn reserve_page(&self, state: &AppState, caller: &Caller, namespace: Option<&str>) {
+        let controller = state
+            .auth
+            .authorize(caller, Verb::Create, namespace)
+            .await
+            .is_ok();
+        let page = (caller.holder().to_owned(), controller);
         let mut held = self.held();
-        if held.answer.is_none() {
-            held.answer = Some(answer_memory::reserve(
-                &self.answers,
-                answer_memory::PAGE_BYTES,
-            )?);
-        }
-        held.page = true;
-        Ok(())
+        held.answer = Some(self.answers.open(&page.0, controller));
+        held.page = Some(page);
     }
 
-    /// Gives the slot and the answer's reservation back while the request waits on
-    /// neither the database nor its client.
+    /// Gives the slot and what the answer held back while the request waits on neither
+    /// the database nor its client.
     pub fn release(&self) {
         let mut held = self.held();
         held._slot = None;
         held.answer = None;
     }
 
-    /// Takes a slot and the answer's reservation again; `false` when either is not free.
+    /// Takes a slot again, and a page's place in the answers' memory; `false` when no
+    /// slot is free.
     pub fn retake(&self) -> bool {
         let mut held = self.held();
         let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
             return false;
         };
-        if held.page {
-            match answer_memory::reserve(&self.answers, answer_memory::PAGE_BYTES) {
-                Ok(answer) => held.answer = Some(answer),
-                Err(_) => return false,
-            }
+        if let Some((caller, controller)) = &held.page {
+            held.answer = Some(self.answers.open(caller, *controller));
         }
         held._slot = Some(slot);
         true
     }
 
-    /// What the answer reserved, for the answer to keep.
-    fn answer(&self) -> Option<OwnedSemaphorePermit> {
+    /// What the answer holds, for the answer to keep.
+    fn answer(&self) -> Option<Holding> {
         self.held().answer.take()
+    }
+}
+
+impl PageMemory for Slot {
+    fn hold(&self, bytes: usize) -> bool {
+        self.held()
+            .answer
+            .as_mut()
+            .is_some_and(|answer| answer.grow(bytes).is_ok())
     }
 }
 
@@ -255,14 +265,13 @@ async fn collect(
 
 pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    match state.counted(state.auth.authenticate(&parts.headers).await) {
-        Ok(caller) => {
-            // Who made the request, in its log line (the span is the request's).
-            tracing::Span::current().record("subject", caller.subject.as_str());
-            parts.extensions.insert(caller)
-        }
+    let caller = match state.counted(state.auth.authenticate(&parts.headers).await) {
+        Ok(caller) => caller,
         Err(error) => return ApiError::from(error).into_response(),
     };
+    // Who made the request, in its log line (the span is the request's).
+    tracing::Span::current().record("subject", caller.subject.as_str());
+    parts.extensions.insert(caller.clone());
     // Held until the request is answered: the body stays in memory that long.
     let (body, _body_memory) = match receive(&parts.headers, body, &state).await {
         Ok(received) => received,
@@ -283,8 +292,28 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
         answers: Arc::clone(&admission.answer_memory),
     };
     parts.extensions.insert(slot.clone());
+    let namespace = path_namespace(parts.uri.path());
     let answer = next.run(Request::from_parts(parts, body)).await;
-    let reserved = slot.answer();
+    let memory = slot
+        .answer()
+        .unwrap_or_else(|| admission.answer_memory.open(caller.holder(), false));
     drop(slot);
-    answer_memory::hold(&admission.answer_memory, answer, reserved).await
+    let controls = async || {
+        let authorized = state
+            .auth
+            .authorize(&caller, Verb::Create, namespace.as_deref());
+        authorized.await.is_ok()
+    };
+    answer_memory::hold(answer, memory, controls).await
+}
+
+/// The namespace a request's path names (`/api/v1/namespaces/{namespace}/...`), where its
+/// caller may act as the controller or not; `None` for the paths of every namespace.
+fn path_namespace(path: &str) -> Option<String> {
+    let namespace = path
+        .strip_prefix("/api/v1/namespaces/")?
+        .split('/')
+        .next()?;
+    dns_label("namespace", namespace).ok()?;
+    Some(namespace.to_owned())
 }

@@ -149,6 +149,11 @@ impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         let refusal = match error {
             StoreError::Refused(refusal) => refusal,
+            StoreError::NoMemory => {
+                return ApiError::overloaded(
+                    "the answers being sent fill their memory (--max-answer-memory)",
+                );
+            }
             other if other.failure() == Some(FailureKind::Unavailable) => {
                 tracing::warn!(error = %other, "database unavailable");
                 return ApiError::new(

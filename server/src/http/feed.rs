@@ -133,18 +133,24 @@ pub async fn feed(
         }
     };
     let limit = limit(params.limit, FEED_DEFAULT_LIMIT, FEED_MAX_LIMIT)?;
-    slot.reserve_page()?;
+    let namespace = params.namespace.as_deref();
+    slot.reserve_page(&state, &caller, namespace).await;
     let deadline = Instant::now() + Duration::from_secs(wait);
     let mut revisions = state.store.revisions(params.namespace.as_deref());
     let mut stopping = state.stopping.clone();
     let mut watch = None;
-    let namespace = params.namespace.as_deref();
     loop {
         // Marked seen before reading, so a commit landing after the read still wakes us.
         revisions.borrow_and_update();
         let chunk = state
             .store
-            .feed(since, params.epoch.clone(), params.namespace.clone(), limit)
+            .feed(
+                since,
+                params.epoch.clone(),
+                params.namespace.clone(),
+                limit,
+                &slot,
+            )
             .await?;
         if !chunk.items.is_empty() || !params.watch.unwrap_or(false) {
             return Ok(answer(&state, &caller, namespace, chunk).await);

@@ -122,10 +122,7 @@ pub async fn take(
     caller: &Caller,
     namespace: Option<&str>,
 ) -> Result<Place, ApiError> {
-    let who = caller
-        .pod
-        .as_ref()
-        .map_or(caller.subject.as_str(), |pod| pod.uid.as_str());
+    let who = caller.holder();
     let refused = match places.take(who, false) {
         Ok(place) => return Ok(place),
         Err(refused) => refused,

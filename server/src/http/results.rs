@@ -324,18 +324,18 @@ pub async fn list(
         }
         None => (uid, None),
     };
-    slot.reserve_page()?;
-    let page = state
-        .store
-        .list(ListQuery {
-            namespace: path.namespace.clone(),
-            workflow: path.workflow.clone(),
-            workflow_uid,
-            state: state_filter,
-            after,
-            limit: limit(params.limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)?,
-        })
-        .await?;
+    let limit = limit(params.limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)?;
+    slot.reserve_page(&state, &caller, Some(&path.namespace))
+        .await;
+    let query = ListQuery {
+        namespace: path.namespace.clone(),
+        workflow: path.workflow.clone(),
+        workflow_uid,
+        state: state_filter,
+        after,
+        limit,
+    };
+    let page = state.store.list(query, &slot).await?;
     let continue_token = match (&page.workflow_uid, &page.last_node_id) {
         (Some(uid), Some(last)) if page.more => Some(cursor::encode(&page_query, uid, last)),
         _ => None,

@@ -4,14 +4,12 @@
 
 use argo_results_proto::schema::Namespace;
 use argo_results_proto::{Problem, WorkflowList};
-use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
-use super::admission::Slot;
 use super::answer::json;
 use super::cursor::{self, Untrusted};
 use super::error::ApiResult;
@@ -71,7 +69,6 @@ impl Untrusted for Cursor {
 )]
 pub async fn workflows(
     State(state): State<AppState>,
-    Extension(slot): Extension<Slot>,
     caller: Caller,
     QueryParams(params): QueryParams<WorkflowsParams>,
 ) -> ApiResult<Response> {
@@ -93,7 +90,6 @@ pub async fn workflows(
         }
         None => None,
     };
-    slot.reserve_page()?;
     let page = state
         .store
         .workflows(WorkflowQuery {

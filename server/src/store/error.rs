@@ -49,6 +49,10 @@ pub enum StoreError {
     Runtime(std::io::Error),
     #[error("the system's random source failed")]
     Random,
+    /// A page's first item found no room in the memory of answers: the server is busy
+    /// sending others, not failing.
+    #[error("the answers being sent fill their memory")]
+    NoMemory,
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -120,7 +124,7 @@ impl StoreError {
     /// doing its job.
     pub fn failure(&self) -> Option<FailureKind> {
         match self {
-            StoreError::Refused(_) => None,
+            StoreError::Refused(_) | StoreError::NoMemory => None,
             StoreError::Database(
                 sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
             ) => Some(FailureKind::Unavailable),

@@ -43,6 +43,7 @@ pub use argo_results_rules::{
 pub use error::{FailureKind, Refusal, StoreError};
 pub use model::{ClaimQuery, FeedChunk, ListQuery, PruneBefore, WorkflowPage, WorkflowQuery};
 pub use open::{Opening, open};
+pub use page::PageMemory;
 pub use writer::Batching;
 
 use crate::metrics::Metrics;
@@ -118,8 +119,9 @@ impl Store {
         .await
     }
 
-    pub async fn list(&self, query: ListQuery) -> StoreResult<ResultPage> {
-        self.measured(async { on_db!(&self.db, |db| db.list(query).await) })
+    /// A page of a workflow's results, each item held against `memory` as it is read.
+    pub async fn list(&self, query: ListQuery, memory: &dyn PageMemory) -> StoreResult<ResultPage> {
+        self.measured(async { on_db!(&self.db, |db| db.list(query, memory).await) })
             .await
     }
 
@@ -129,19 +131,21 @@ impl Store {
             .await
     }
 
-    /// Changes with a revision above `since`, oldest first; `410 gone` unless `since` is
-    /// in the retained history of the store's epoch (`epoch`, when the reader says).
+    /// Changes with a revision above `since`, oldest first, each held against `memory` as
+    /// it is read; `410 gone` unless `since` is in the retained history of the store's
+    /// epoch (`epoch`, when the reader says).
     pub async fn feed(
         &self,
         since: i64,
         epoch: Option<String>,
         namespace: Option<String>,
         limit: u32,
+        memory: &dyn PageMemory,
     ) -> StoreResult<FeedChunk> {
         let namespace = namespace.unwrap_or_default();
         self.measured(async {
             on_db!(&self.db, |db| db
-                .feed(since, epoch.as_deref(), &namespace, limit)
+                .feed(since, epoch.as_deref(), &namespace, limit, memory)
                 .await)
         })
         .await

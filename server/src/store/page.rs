@@ -1,4 +1,5 @@
-//! Pages of reads: at most `limit` items and 8 MiB of JSON, read in growing rounds.
+//! Pages of reads: at most `limit` items and 8 MiB of JSON, read in growing rounds, each
+//! item held against the memory of answers as it is taken.
 
 use argo_results_proto::{ResultState, Summary};
 
@@ -13,10 +14,19 @@ const PAGE_ITEMS_BYTES: usize = (8 << 20) - 4096;
 const FIRST_ROUND: usize = 16;
 const LAST_ROUND: usize = 256;
 
-/// The items of a page being read in rounds, within its limit and byte budget; the first
-/// item is always taken, however large.
-pub(super) struct Filling<T> {
+/// The memory a page's items are held against from the moment each is taken until the
+/// page is sent (the server's `--max-answer-memory`): a page grows by what it holds, so
+/// that a small page takes little, and ends where the memory refuses more.
+pub trait PageMemory: Sync {
+    /// Holds `bytes` more for the page; `false` when the memory cannot take them.
+    fn hold(&self, bytes: usize) -> bool;
+}
+
+/// The items of a page being read in rounds, within its limit, its byte budget and its
+/// memory; the first item is always taken, however large, if the memory takes it.
+pub(super) struct Filling<'m, T> {
     pub items: Vec<T>,
+    memory: &'m dyn PageMemory,
     bytes: usize,
     limit: usize,
     /// An item was left out: more follow.
@@ -28,10 +38,11 @@ pub(super) struct Filling<T> {
     offered: usize,
 }
 
-impl<T> Filling<T> {
-    pub fn new(limit: u32) -> Self {
+impl<'m, T> Filling<'m, T> {
+    pub fn new(limit: u32, memory: &'m dyn PageMemory) -> Self {
         Filling {
             items: Vec::new(),
+            memory,
             bytes: 0,
             limit: limit as usize,
             more: false,
@@ -53,19 +64,25 @@ impl<T> Filling<T> {
         Some(self.asked)
     }
 
-    /// Takes `item`, which weighs `size` bytes of JSON, unless the page is full.
-    pub fn offer(&mut self, item: T, size: usize) -> bool {
+    /// Takes `item`, which weighs `size` bytes of JSON, unless the page is full or its
+    /// memory cannot hold the item: a page ends there and more follow, but a first item
+    /// the memory refuses is [`StoreError::NoMemory`], the page being nothing.
+    pub fn offer(&mut self, item: T, size: usize) -> Result<bool, StoreError> {
         self.offered += 1;
         // Each item after the first costs its separating comma too.
+        let weight = size + usize::from(!self.items.is_empty());
         let full = self.items.len() == self.limit
-            || (!self.items.is_empty() && self.bytes + 1 + size > PAGE_ITEMS_BYTES);
-        if full {
+            || (!self.items.is_empty() && self.bytes + weight > PAGE_ITEMS_BYTES);
+        if full || !self.memory.hold(weight) {
+            if self.items.is_empty() && !full {
+                return Err(StoreError::NoMemory);
+            }
             self.more = true;
-            return false;
+            return Ok(false);
         }
-        self.bytes += size + usize::from(!self.items.is_empty());
+        self.bytes += weight;
         self.items.push(item);
-        true
+        Ok(true)
     }
 }
 
@@ -87,23 +104,47 @@ pub(super) fn summarize(counts: Vec<(String, i64)>) -> Result<Summary, StoreErro
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
 
-    /// Offers rows of `sizes` as the store reads them, round by round; the page's sizes
-    /// and whether more follow.
-    fn fill(limit: u32, sizes: &[usize]) -> (Vec<usize>, bool, Vec<usize>) {
-        let mut filling = Filling::new(limit);
+    /// Memory of `bytes`, as the page takes it.
+    struct Budget(AtomicUsize);
+
+    impl PageMemory for Budget {
+        fn hold(&self, bytes: usize) -> bool {
+            self.0
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                    left.checked_sub(bytes)
+                })
+                .is_ok()
+        }
+    }
+
+    /// Offers rows of `sizes` as the store reads them, round by round, with `memory`
+    /// bytes; the page's sizes and whether more follow, or the error.
+    fn fill_within(
+        limit: u32,
+        sizes: &[usize],
+        memory: usize,
+    ) -> Result<(Vec<usize>, bool, Vec<usize>), StoreError> {
+        let memory = Budget(AtomicUsize::new(memory));
+        let mut filling = Filling::new(limit, &memory);
         let mut rows = sizes.iter();
         let mut rounds = Vec::new();
         while let Some(asked) = filling.next_round() {
             rounds.push(asked);
             for &size in rows.by_ref().take(asked) {
-                if !filling.offer(size, size) {
+                if !filling.offer(size, size)? {
                     break;
                 }
             }
         }
-        (filling.items, filling.more, rounds)
+        Ok((filling.items, filling.more, rounds))
+    }
+
+    fn fill(limit: u32, sizes: &[usize]) -> (Vec<usize>, bool, Vec<usize>) {
+        fill_within(limit, sizes, usize::MAX).expect("memory enough")
     }
 
     #[test]
@@ -123,5 +164,22 @@ mod tests {
         assert_eq!((items.len(), more, rounds), (20, true, vec![16, 5]));
         let (items, more, _) = fill(20, &[10; 20]);
         assert_eq!((items.len(), more), (20, false));
+    }
+
+    #[test]
+    fn pages_end_where_their_memory_does() {
+        // Room for two rows of 10 and their comma: the third waits for the next page.
+        let (items, more, _) = fill_within(1000, &[10; 5], 21).expect("a page");
+        assert_eq!((items, more), (vec![10, 10], true));
+        // Room for exactly the rows: the page is whole.
+        let (items, more, _) = fill_within(1000, &[10; 2], 21).expect("a page");
+        assert_eq!((items, more), (vec![10, 10], false));
+        // No room for the first row: no page at all, rather than an empty one that says
+        // more follow from where it started.
+        let refused = fill_within(1000, &[10; 5], 9).expect_err("no room");
+        assert!(matches!(refused, StoreError::NoMemory), "{refused:?}");
+        // No rows need no room.
+        let (items, more, _) = fill_within(1000, &[], 0).expect("a page");
+        assert_eq!((items, more), (vec![], false));
     }
 }

@@ -15,7 +15,7 @@ use super::super::columns::{self, result_columns};
 use super::super::dialect::{ConnectionOf, Dialect};
 use super::super::error::{StoreError, StoreResult};
 use super::super::model::{FeedChunk, ListQuery, ResultPage, WorkflowPage, WorkflowQuery};
-use super::super::page::{Filling, summarize};
+use super::super::page::{Filling, PageMemory, summarize};
 use super::This;
 
 /// The head: the newest committed revision.
@@ -100,7 +100,11 @@ impl This {
     }
 
     /// A page and its summary, in one snapshot.
-    pub(in crate::store) async fn list(&self, query: ListQuery) -> StoreResult<ResultPage> {
+    pub(in crate::store) async fn list(
+        &self,
+        query: ListQuery,
+        memory: &dyn PageMemory,
+    ) -> StoreResult<ResultPage> {
         let mut tx = self.pool.begin_with(This::BEGIN_READ).await?;
         let (revision, epoch): (i64, String) =
             sqlx::query_as(READ_HEAD_EPOCH).fetch_one(&mut *tx).await?;
@@ -129,7 +133,7 @@ impl This {
             .await?;
         page.summary = summarize(counts)?;
         let state = query.state.map(ResultState::as_str).unwrap_or_default();
-        let mut filling = Filling::new(query.limit);
+        let mut filling = Filling::new(query.limit, memory);
         let mut after = query.after.unwrap_or_default();
         while let Some(rows) = filling.next_round() {
             let mut rows = sqlx::query(SELECT_PAGE)
@@ -146,7 +150,7 @@ impl This {
                 let text = serde_json::to_string(&item)
                     .map_err(|e| StoreError::Corrupt(format!("result {}: {e}", item.node_id)))?;
                 let size = text.len();
-                if !filling.offer(text, size) {
+                if !filling.offer(text, size)? {
                     break;
                 }
                 after = item.node_id;
@@ -205,13 +209,14 @@ impl This {
         epoch: Option<&str>,
         namespace: &str,
         limit: u32,
+        memory: &dyn PageMemory,
     ) -> StoreResult<FeedChunk> {
         // The head is read first: every revision up to it has committed, so the changes
         // read next hold all of them, and the head is a safe place to resume from.
         let (head, current): (i64, String) = sqlx::query_as(READ_HEAD_EPOCH)
             .fetch_one(&self.pool)
             .await?;
-        let mut filling = Filling::new(limit);
+        let mut filling = Filling::new(limit, memory);
         let mut last = since;
         while let Some(rows) = filling.next_round() {
             let mut rows = sqlx::query_as::<_, (i64, String)>(SELECT_CHANGES)
@@ -222,7 +227,7 @@ impl This {
                 .fetch(&self.pool);
             while let Some((revision, item)) = rows.try_next().await? {
                 let size = item.len();
-                if !filling.offer(item, size) {
+                if !filling.offer(item, size)? {
                     break;
                 }
                 last = revision;
