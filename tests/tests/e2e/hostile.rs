@@ -2087,6 +2087,93 @@ async fn a_stalled_http2_connection_stays_within_a_budget() {
     assert_eq!(after.status, 200);
 }
 
+/// Outputs of `groups` objects of 1,000 members each, the widest an object may be: as
+/// JSON text, about 10 KB a group.
+fn wide_outputs(groups: usize) -> String {
+    let group: Vec<String> = (0..1000).map(|i| format!(r#""m{i}":0"#)).collect();
+    let group = format!("{{{}}}", group.join(","));
+    let outputs: Vec<String> = (0..groups).map(|g| format!(r#""g{g}":{group}"#)).collect();
+    format!("{{{}}}", outputs.join(","))
+}
+
+/// Sends `body` as `pod`'s report four times at once, and 100 ms later another pod's
+/// report of one field: the four statuses, and the other's status and wait.
+async fn merged_beside_another_pod(
+    server: &TestServer,
+    pod: &Step,
+    body: &str,
+) -> (BTreeMap<u16, usize>, u16, Duration) {
+    let (path, token) = (result_path(pod), pod_token(pod));
+    let wide: Vec<JoinHandle<u16>> = (0..4)
+        .map(|_| status_of(put(server, &path, &token, body.to_owned())))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let other = step(9);
+    let started = Instant::now();
+    let answer = server
+        .put_json(
+            &result_path(&other),
+            &pod_token(&other),
+            progress(&other, 1),
+        )
+        .await;
+    let waited = started.elapsed();
+    let wide = tally(join_all(wide).await.into_iter().map(|s| s.unwrap_or(0)));
+    (wide, answer.status, waited)
+}
+
+/// The review's attack, a pod's report whose outputs are one object of 180,000 members,
+/// four at once (on e4a6c79 each merge searched the members linearly in the writer: the
+/// writer was held 32 s and another pod's one-field report waited 31.6 s, release build),
+/// is refused before it reaches the writer; the widest report allowed, the same 180,000
+/// members in objects of 1,000, is merged through an index, four at once: another pod's
+/// report waits for merges, not for searches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wide_merge_keeps_no_other_pod_waiting() {
+    let server = TestServer::builder(Backend::Postgres).start().await;
+    let members: Vec<String> = (0..180_000).map(|i| format!(r#""m{i}":0"#)).collect();
+    let attack = format!("{{{}}}", members.join(","));
+    let allowed = wide_outputs(180);
+    let mut seen = Vec::new();
+    for (i, outputs) in [(1, attack), (2, allowed)] {
+        let pod = step(i);
+        let body = serde_json::to_string(&pod.report(Some(1), true, Some(&outputs))).expect("json");
+        assert!(
+            body.len() < 2 << 20,
+            "within the body limit: {}",
+            body.len()
+        );
+        seen.push(merged_beside_another_pod(&server, &pod, &body).await);
+    }
+    figure(
+        "wide merge",
+        format!(
+            "one object of 180,000 members, 4 reports at once: {:?}, another pod's report {} \
+             after {} ms; 180 objects of 1,000 members, 4 at once: {:?}, another pod's \
+             report {} after {} ms",
+            seen[0].0,
+            seen[0].1,
+            seen[0].2.as_millis(),
+            seen[1].0,
+            seen[1].1,
+            seen[1].2.as_millis()
+        ),
+    );
+    assert_eq!(seen[0].0, BTreeMap::from([(422, 4)]));
+    assert_eq!(seen[1].0, BTreeMap::from([(200, 3), (201, 1)]));
+    for (_, status, waited) in seen {
+        assert!(
+            matches!(status, 200 | 201),
+            "another pod's report: {status}"
+        );
+        // A bound, not a speed: many times what the merges take here, a third of the stall.
+        assert!(
+            waited < Duration::from_secs(10),
+            "another pod waited {waited:?}"
+        );
+    }
+}
+
 /// A body cut in 1-byte pieces (a byte per `send()`, or per chunk) holds what it weighs:
 /// each piece as received pins the read buffer it was cut from, which `--max-body-memory`
 /// did not count (one request of 1.13 MB took the server from 33 to 702 MiB).
