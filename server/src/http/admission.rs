@@ -111,7 +111,7 @@ impl Slot {
     /// Makes the answer a page of `caller`'s in `namespace` (`None`: every namespace),
     /// whose items the store holds as it takes them ([`PageMemory`]). Whether the caller
     /// may act as the controller is asked here, once a page, as the store cannot wait.
-    pub async fn reserve_page(&self, state: &AppState, caller: &Caller, namespace: Option<&str>) {
+    pub async fn begin_page(&self, state: &AppState, caller: &Caller, namespace: Option<&str>) {
         let controller = state
             .auth
             .authorize(caller, Verb::Create, namespace)

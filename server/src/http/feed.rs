@@ -134,7 +134,7 @@ pub async fn feed(
     };
     let limit = limit(params.limit, FEED_DEFAULT_LIMIT, FEED_MAX_LIMIT)?;
     let namespace = params.namespace.as_deref();
-    slot.reserve_page(&state, &caller, namespace).await;
+    slot.begin_page(&state, &caller, namespace).await;
     let deadline = Instant::now() + Duration::from_secs(wait);
     let mut revisions = state.store.revisions(params.namespace.as_deref());
     let mut stopping = state.stopping.clone();

@@ -325,7 +325,7 @@ pub async fn list(
         None => (uid, None),
     };
     let limit = limit(params.limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)?;
-    slot.reserve_page(&state, &caller, Some(&path.namespace))
+    slot.begin_page(&state, &caller, Some(&path.namespace))
         .await;
     let query = ListQuery {
         namespace: path.namespace.clone(),
