@@ -20,6 +20,7 @@ use argo_results_tests::server::{binary, free_port};
 use argo_results_tests::tls::TestCa;
 use argo_results_tests::tokens::{self, CONTROLLER, READER};
 use argo_results_tests::{Auth, Backend, TestServer, eventually};
+use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::future::join_all;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -2176,7 +2177,8 @@ async fn a_wide_merge_keeps_no_other_pod_waiting() {
 
 /// A body cut in 1-byte pieces (a byte per `send()`, or per chunk) holds what it weighs:
 /// each piece as received pins the read buffer it was cut from, which `--max-body-memory`
-/// did not count (one request of 1.13 MB took the server from 33 to 702 MiB).
+/// did not count (one request of 1.13 MB took the server from 33 to 702 MiB). A body in
+/// 1-byte HTTP/2 DATA frames does not get that far: h2 closes its connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_in_one_byte_pieces_holds_what_it_weighs() {
     let server = TestServer::builder(Backend::Sqlite).start().await;
@@ -2211,6 +2213,10 @@ async fn a_body_in_one_byte_pieces_holds_what_it_weighs() {
         }
         pieces.push((stream, *last, chunked));
     }
+    // One more over HTTP/2, a DATA frame a byte.
+    let s = step(4);
+    let (last_frame, h2_answer) =
+        in_one_byte_frames(&server, &result_path(&s), &pod_token(&s), &body(&s)).await;
     // Every piece but the last was received: what they hold is held now.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_during = server.rss_mib();
@@ -2224,21 +2230,84 @@ async fn a_body_in_one_byte_pieces_holds_what_it_weighs() {
         stream.write_all(&end).await.expect("the last piece");
         answers.push(answer_within(&mut stream, Duration::from_secs(20)).await.0);
     }
+    drop(last_frame.send(Bytes::from_static(b"}")));
+    drop(last_frame);
+    let h2_answer = h2_answer.await.expect("the HTTP/2 report");
+    let h2_stored = server
+        .count(&format!(
+            "SELECT COUNT(*) FROM results WHERE node_id = '{}'",
+            step(4).node_id
+        ))
+        .await;
     figure(
         "bodies in 1-byte pieces",
         format!(
-            "3 reports of {} KB sent a byte per send (2) or per chunk (1): RSS {rss_before:.0} \
-             -> {rss_during:.0} MiB; answered {:?}",
+            "4 reports of {} KB sent a byte per send (2), per chunk (1) or per HTTP/2 DATA \
+             frame (1): RSS {rss_before:.0} -> {rss_during:.0} MiB; answered {:?}; the \
+             HTTP/2 one {h2_answer} (0: its connection closed), {h2_stored} stored",
             body(&step(1)).len() / 1000,
             tally(answers.iter().copied())
         ),
     );
     assert_eq!(answers, [201, 201, 201], "each report stored");
+    // h2 closes a connection that sends too many small DATA frames (GOAWAY
+    // ENHANCE_YOUR_CALM, "too_many_data_frames") long before the body ends.
+    assert_eq!(
+        (h2_answer, h2_stored),
+        (0, 0),
+        "the HTTP/2 connection closed"
+    );
     assert!(
         rss_during - rss_before < 64.0,
-        "900 KB of bodies took {:.0} MiB",
+        "1.2 MB of bodies took {:.0} MiB",
         rss_during - rss_before
     );
+}
+
+/// `body`, which ends in `}`, sent as `path`'s PUT over HTTP/2 a DATA frame a byte, all
+/// but that last byte: the sender of the rest (the stream ends when it is dropped), and
+/// the task that answers the status.
+async fn in_one_byte_frames(
+    server: &TestServer,
+    path: &str,
+    token: &str,
+    body: &[u8],
+) -> (tokio::sync::mpsc::UnboundedSender<Bytes>, JoinHandle<u16>) {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let tcp = TcpStream::connect(server.address()).await.expect("connect");
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .expect("HTTP/2");
+    tokio::spawn(connection);
+    let (pieces, received) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+    // Each piece the stream yields is one DATA frame.
+    let frames = futures_util::stream::unfold(received, |mut received| async move {
+        let piece = received.recv().await?;
+        Some((
+            Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(piece)),
+            received,
+        ))
+    });
+    let request = hyper::Request::put(format!("{}{path}", server.url()))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(http_body_util::StreamBody::new(Box::pin(frames)))
+        .expect("request");
+    let (last, most) = body.split_last().expect("a body");
+    assert_eq!(*last, b'}');
+    for byte in most {
+        pieces
+            .send(Bytes::copy_from_slice(&[*byte]))
+            .expect("a frame");
+    }
+    let answer = tokio::spawn(async move {
+        sender
+            .send_request(request)
+            .await
+            .map_or(0, |answer| answer.status().as_u16())
+    });
+    (pieces, answer)
 }
 
 /// `/readyz` answers anyone: a flood of it asks the database once a second, not once a
