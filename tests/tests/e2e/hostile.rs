@@ -2177,16 +2177,17 @@ async fn a_wide_merge_keeps_no_other_pod_waiting() {
 
 /// A body cut in 1-byte pieces (a byte per `send()`, or per chunk) holds what it weighs:
 /// each piece as received pins the read buffer it was cut from, which `--max-body-memory`
-/// did not count (one request of 1.13 MB took the server from 33 to 702 MiB). A body in
-/// 1-byte HTTP/2 DATA frames does not get that far: h2 closes its connection.
+/// did not count (one request of 1.13 MB took the server from 33 to 702 MiB); over
+/// HTTP/2, a DATA frame a byte.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_in_one_byte_pieces_holds_what_it_weighs() {
     let server = TestServer::builder(Backend::Sqlite).start().await;
-    let value = "v".repeat(300_000);
-    let body = |s: &Step| -> Vec<u8> {
+    let body_of = |s: &Step, bytes: usize| -> Vec<u8> {
+        let value = "v".repeat(bytes);
         let outputs = format!(r#"{{"parameters":[{{"name":"p","value":"{value}"}}]}}"#);
         serde_json::to_vec(&s.report(Some(1), true, Some(&outputs))).expect("JSON")
     };
+    let body = |s: &Step| body_of(s, 300_000);
     let rss_before = server.rss_mib();
     // Two bodies a byte per send, one a byte per chunk, all but their last byte.
     let mut pieces = Vec::new();
@@ -2213,10 +2214,11 @@ async fn a_body_in_one_byte_pieces_holds_what_it_weighs() {
         }
         pieces.push((stream, *last, chunked));
     }
-    // One more over HTTP/2, a DATA frame a byte.
+    // One more over HTTP/2, a DATA frame a byte, smaller as it is paced.
     let s = step(4);
+    let h2_body = body_of(&s, 12_000);
     let (last_frame, h2_answer) =
-        in_one_byte_frames(&server, &result_path(&s), &pod_token(&s), &body(&s)).await;
+        in_one_byte_frames(&server, &result_path(&s), &pod_token(&s), &h2_body).await;
     // Every piece but the last was received: what they hold is held now.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_during = server.rss_mib();
@@ -2232,41 +2234,29 @@ async fn a_body_in_one_byte_pieces_holds_what_it_weighs() {
     }
     drop(last_frame.send(Bytes::from_static(b"}")));
     drop(last_frame);
-    let h2_answer = h2_answer.await.expect("the HTTP/2 report");
-    let h2_stored = server
-        .count(&format!(
-            "SELECT COUNT(*) FROM results WHERE node_id = '{}'",
-            step(4).node_id
-        ))
-        .await;
+    answers.push(h2_answer.await.expect("the HTTP/2 report"));
     figure(
         "bodies in 1-byte pieces",
         format!(
-            "4 reports of {} KB sent a byte per send (2), per chunk (1) or per HTTP/2 DATA \
-             frame (1): RSS {rss_before:.0} -> {rss_during:.0} MiB; answered {:?}; the \
-             HTTP/2 one {h2_answer} (0: its connection closed), {h2_stored} stored",
+            "3 reports of {} KB sent a byte per send (2) or per chunk (1), one of {} KB a \
+             byte per HTTP/2 DATA frame: RSS {rss_before:.0} -> {rss_during:.0} MiB; \
+             answered {:?}",
             body(&step(1)).len() / 1000,
+            h2_body.len() / 1000,
             tally(answers.iter().copied())
         ),
     );
-    assert_eq!(answers, [201, 201, 201], "each report stored");
-    // h2 closes a connection that sends too many small DATA frames (GOAWAY
-    // ENHANCE_YOUR_CALM, "too_many_data_frames") long before the body ends.
-    assert_eq!(
-        (h2_answer, h2_stored),
-        (0, 0),
-        "the HTTP/2 connection closed"
-    );
+    assert_eq!(answers, [201, 201, 201, 201], "each report stored");
     assert!(
         rss_during - rss_before < 64.0,
-        "1.2 MB of bodies took {:.0} MiB",
+        "900 KB of bodies took {:.0} MiB",
         rss_during - rss_before
     );
 }
 
-/// `body`, which ends in `}`, sent as `path`'s PUT over HTTP/2 a DATA frame a byte, all
-/// but that last byte: the sender of the rest (the stream ends when it is dropped), and
-/// the task that answers the status.
+/// `body`, which ends in `}`, sent as `path`'s PUT over HTTP/2 a DATA frame a byte, eight
+/// a millisecond, all but that last byte: the sender of the rest (the stream ends when it
+/// is dropped), and the task that answers the status.
 async fn in_one_byte_frames(
     server: &TestServer,
     path: &str,
@@ -2294,19 +2284,25 @@ async fn in_one_byte_frames(
         .header("content-type", "application/json")
         .body(http_body_util::StreamBody::new(Box::pin(frames)))
         .expect("request");
-    let (last, most) = body.split_last().expect("a body");
-    assert_eq!(*last, b'}');
-    for byte in most {
-        pieces
-            .send(Bytes::copy_from_slice(&[*byte]))
-            .expect("a frame");
-    }
     let answer = tokio::spawn(async move {
         sender
             .send_request(request)
             .await
             .map_or(0, |answer| answer.status().as_u16())
     });
+    let (last, most) = body.split_last().expect("a body");
+    assert_eq!(*last, b'}');
+    for (i, byte) in most.iter().enumerate() {
+        pieces
+            .send(Bytes::copy_from_slice(&[*byte]))
+            .expect("a frame");
+        // Paced, so that the server reads each frame as it comes, which is what pinned
+        // its read buffer: frames left to pile up unread, h2 itself closes the connection
+        // (GOAWAY ENHANCE_YOUR_CALM, "too_many_data_frames", past about a hundred).
+        if i % 8 == 7 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
     (pieces, answer)
 }
 
