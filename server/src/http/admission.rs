@@ -110,8 +110,14 @@ impl Slot {
 
     /// Makes the answer a page of `caller`'s in `namespace` (`None`: every namespace),
     /// whose items the store holds as it takes them ([`PageMemory`]). Whether the caller
-    /// may act as the controller is asked here, once a page, as the store cannot wait.
-    pub async fn begin_page(&self, state: &AppState, caller: &Caller, namespace: Option<&str>) {
+    /// may act as the controller is asked here, once a page, as the store cannot wait;
+    /// the answer, for the handler to use too.
+    pub async fn begin_page(
+        &self,
+        state: &AppState,
+        caller: &Caller,
+        namespace: Option<&str>,
+    ) -> bool {
         let controller = state
             .auth
             .authorize(caller, Verb::Create, namespace)
@@ -121,6 +127,7 @@ impl Slot {
         let mut held = self.held();
         held.answer = Some(self.answers.open(&page.0, controller));
         held.page = Some(page);
+        controller
     }
 
     /// Gives the slot and what the answer held back while the request waits on neither
@@ -292,16 +299,16 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
         answers: Arc::clone(&admission.answer_memory),
     };
     parts.extensions.insert(slot.clone());
-    let namespace = path_namespace(parts.uri.path());
+    // Kept for the rare refusal that asks whether the caller may act as the controller.
+    let uri = parts.uri.clone();
     let answer = next.run(Request::from_parts(parts, body)).await;
     let memory = slot
         .answer()
         .unwrap_or_else(|| admission.answer_memory.open(caller.holder(), false));
     drop(slot);
     let controls = async || {
-        let authorized = state
-            .auth
-            .authorize(&caller, Verb::Create, namespace.as_deref());
+        let namespace = path_namespace(uri.path());
+        let authorized = state.auth.authorize(&caller, Verb::Create, namespace);
         authorized.await.is_ok()
     };
     answer_memory::hold(answer, memory, controls).await
@@ -309,11 +316,11 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
 
 /// The namespace a request's path names (`/api/v1/namespaces/{namespace}/...`), where its
 /// caller may act as the controller or not; `None` for the paths of every namespace.
-fn path_namespace(path: &str) -> Option<String> {
+fn path_namespace(path: &str) -> Option<&str> {
     let namespace = path
         .strip_prefix("/api/v1/namespaces/")?
         .split('/')
         .next()?;
     dns_label("namespace", namespace).ok()?;
-    Some(namespace.to_owned())
+    Some(namespace)
 }
